@@ -93,6 +93,58 @@ def _shown(node: yaml.Node) -> str:
     return "a list" if isinstance(node, yaml.SequenceNode) else "a mapping"
 
 
+#: how many implicit booleans / nulls ``implicit_scalars`` reports at most
+MAX_IMPLICIT = 50
+_IMPLICIT_TAGS = {"tag:yaml.org,2002:bool": "bool", "tag:yaml.org,2002:null": "null"}
+
+
+def implicit_scalars(text: str) -> list[dict[str, Any]]:
+    """The mapping values of a YAML text written as an unquoted word that ``yaml.safe_load``
+    reads as a boolean or None (``no``, ``on``, ``~``, ``null``; YAML 1.1 as PyYAML resolves it):
+    ``{"path": keys from the top, "word", "kind": "bool" | "null", "line" (1-based), "column"}``.
+    An empty value (``key:``) is not a word; an invalid text gives []. Bounded by ``MAX_IMPLICIT``."""
+    found: list[dict[str, Any]] = []
+    try:
+        loader = _Base(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return []
+    seen: set[int] = set()
+    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())] if root is not None else []
+    while stack and len(found) < MAX_IMPLICIT:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, path) for item in reversed(node.value))
+            continue
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        for key, value in reversed(node.value):
+            if not isinstance(key, yaml.ScalarNode):
+                continue
+            here = (*path, str(key.value))
+            if isinstance(value, yaml.ScalarNode):
+                kind = _IMPLICIT_TAGS.get(value.tag)
+                if kind and not value.style and value.value and value.value.lower() not in ("true", "false"):
+                    found.append(
+                        {
+                            "path": here,
+                            "word": value.value,
+                            "kind": kind,
+                            "line": value.start_mark.line + 1,
+                            "column": value.start_mark.column,
+                        }
+                    )
+            else:
+                stack.append((value, here))
+    return sorted(found, key=lambda f: f["line"])
+
+
 def duplicate_keys(root: yaml.Node) -> list[dict[str, Any]]:
     """Keys given twice in one mapping of a composed YAML document: ``{"key": dotted path,
     "first_line", "last_line" (1-based), "first", "last" (the values as written), "same"}``;

@@ -11,6 +11,7 @@ MODULES = (
     "import_shadow",
     "config",
     "config_values",
+    "config_words",
     "trl_overrides",
     "peft_checkpointing",
     "deepspeed_ref",

@@ -58,6 +58,7 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
                 f"{named} is not in this repository; read as {f.how} (the file whose path it ends "
                 "with), as envdoctor knows it: a file of that name the run finds elsewhere may differ.",
                 fix="run envdoctor where the launch line runs, or pass the file with --accelerate-config",
+                severity="info",
                 what=f.what,
                 written=f.written,
                 known=f.known,
@@ -66,15 +67,19 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
             yield hit(
                 f"{named} is not there from here; read as {f.read} ({f.how}).",
                 fix="run envdoctor from the folder the launch line is run from",
+                severity="info",
                 what=f.what,
                 written=f.written,
                 read=f.read,
             )
+        elif f.missing is not None and _stops(f.what, f.written):
+            yield _missing(f.what, f.option, f.written, f.missing)
         else:
             yield hit(
                 f"{named} is not here, nor from the repository's root or its parent folder: not read, "
                 f"so {f.not_judged}.",
                 fix=f"run envdoctor where the launch line runs, or pass the {f.what} to envdoctor",
+                severity="info",
                 what=f.what,
                 written=f.written,
             )
@@ -86,13 +91,74 @@ def launch_file_not_where_named(ctx: Context) -> Iterator[Hit]:
         and ds.problem.endswith(" is not here")
         and str(ds.path).endswith(".json")
     ):
+        from envdoctor.plan.launch_files import missing_in_repository, script_here
+
+        trainer = ctx.plan.trainer
+        others = "\n".join(lx.raw for lx in ctx.plan.launches if lx is not trainer)
+        same = (
+            missing_in_repository(str(ds.path), others)
+            if trainer is not None
+            and ds.where.endswith("(command line)")
+            and script_here(trainer.script, trainer.module)
+            else None
+        )
+        if same is not None:
+            yield _missing("DeepSpeed config", "--deepspeed", str(ds.path), same)
+            return
         yield hit(
             f"`{ds.path}` ({ds.where}) is not here, nor from the repository's root or its parent folder: "
             f"not read, so {NOT_JUDGED['DeepSpeed config']}.",
             fix="run envdoctor where the launch line runs",
+            severity="info",
             what="DeepSpeed config",
             written=ds.path,
         )
+
+
+#: what the run does with each kind of file that is not there, read at the packages' tags
+_STOPS = {
+    "accelerate config": (
+        "`accelerate launch` stops before any process starts: load_config_from_file raises "
+        'FileNotFoundError ("The passed configuration file `{written}` does not exist")'
+    ),
+    "GRPO config": (
+        "the script stops at startup: TRL's parser opens the file given to --config "
+        "(FileNotFoundError) before any dataclass is built"
+    ),
+    "DeepSpeed config": (
+        'TrainingArguments(deepspeed=…) raises ValueError before the model loads ("Expected a string '
+        'path to an existing deepspeed config, or a dictionary, or a base64 encoded string")'
+    ),
+}
+
+
+def _stops(what: str, written: str) -> bool:
+    """Whether the run opens the missing file for certain: an accelerate or DeepSpeed config, a
+    ``--config`` that names a YAML / JSON file (not a name the script looks up)."""
+    return what != "GRPO config" or written.lower().endswith((".yaml", ".yml", ".json"))
+
+
+def _missing(what: str, option: str, written: str, same: tuple[str, ...]) -> Hit:
+    """LAY019's error: a relative path that no file of the repository ends with."""
+    stops = _STOPS.get(what, "the run stops when it opens it").format(written=written)
+    if len(same) == 1:
+        fix = (
+            f"point {option} at the repository's {same[0]} (its only file of that name), or commit {written}"
+        )
+    elif same:
+        named = ", ".join(same[:4])
+        fix = f"point {option} at the repository's file meant (of that name: {named}), or commit {written}"
+    else:
+        fix = f"commit {written}, or point {option} at the {what} the run should use"
+    return hit(
+        f"`{option} {written}` ({what} the launch line names) is in no folder of this repository (no file "
+        f"ends with that path) and no other line of the run writes it: {stops}.",
+        fix=fix,
+        severity="error",
+        what=what,
+        written=written,
+        same_name=list(same[:8]),
+    )
 
 
 @rule("LAY020", needs=("plan",))
@@ -126,3 +192,59 @@ def launch_read_through_script(ctx: Context) -> Iterator[Hit]:
         servers=servers,
         unknown=unknown[:8],
     )
+
+
+#: what each launcher's argparse does with a one-dash option of several letters (its parser run
+#: offline: accelerate 1.15.0's launch_command_parser, torch 2.13's torch.distributed.run)
+_REFUSES = {
+    "accelerate": (
+        "accelerate's parser refuses it and exits 2 before any process starts (\"unrecognized "
+        'arguments: -num_processes"; a word that starts with -m or -q: "argument -m/--module: ignored '
+        "explicit argument\"), or, after -t (--tee), silently takes the rest as tee's value and the "
+        "next word as the script"
+    ),
+    "torchrun": (
+        "torchrun's parser refuses it and exits 2 before any process starts (\"unrecognized arguments: "
+        '-nproc_per_node"; a word that starts with -m: "argument -m/--module: ignored explicit argument")'
+    ),
+}
+
+
+@rule("LAY024", needs=("plan",))
+def launcher_option_single_dash(ctx: Context) -> Iterator[Hit]:
+    """A launcher option written with one dash (``accelerate launch -num_processes=7``): the
+    launcher's argparse reads no such option."""
+    import shlex
+
+    from envdoctor.checks.layout import launch_remedy
+    from envdoctor.plan.shell_words import join
+
+    for launch in ctx.plan.launches:
+        if not launch.single_dash or launch.is_server:
+            continue
+        try:
+            argv = shlex.split(launch.raw)
+        except ValueError:
+            continue
+        left = list(launch.single_dash)
+        fixed = []
+        for tok in argv:
+            if left and tok == left[0]:
+                fixed.append("-" + tok)
+                left.pop(0)
+            else:
+                fixed.append(tok)
+        line = join(fixed) if not left else None
+        said = ", ".join(f"`{t}`" for t in launch.single_dash)
+        trainer = launch is ctx.plan.trainer
+        yield hit(
+            f"{said} on the {launch.launcher} line `{launch.raw[:160]}`: a long option takes two dashes; "
+            f"{_REFUSES[launch.launcher]}.",
+            fix=f"{line}  # two dashes on the launcher's options"
+            if line
+            else "write the launcher's options with two dashes",
+            severity="error",
+            remedy=launch_remedy(ctx, line, fix=line) if line and trainer else None,
+            launcher=launch.launcher,
+            options=list(launch.single_dash),
+        )

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
-from typing import Any
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.checks.layout import _procs_flag, _with_env, in_process_unseen, run_lines, with_option
 from envdoctor.checks.registry import Hit, hit, rule
-from envdoctor.findings import FileEdit, Remedy
+from envdoctor.checks.script_remedy import keyword_edits
+from envdoctor.findings import Remedy
 from envdoctor.knowledge import release_said
 from envdoctor.plan.interface import SERVER_START, from_code
 from envdoctor.plan.layout import _remote_host
@@ -168,28 +168,11 @@ def _colocate(ctx: Context) -> Remedy | None:
     code = from_code(plan.config_origin.get("use_vllm", ""))
     if "vllm_mode" in plan.config or not code or script is None or script.reads_config:
         return Remedy(config_set={"vllm_mode": "colocate"}, fix=text)
-    edits = _keyword_edits(script, "use_vllm", 'vllm_mode="colocate", ')
+    edits = keyword_edits(script, "use_vllm", 'vllm_mode="colocate", ')
     if not edits:
         return None
     where = ", ".join(f"{e.path} line {e.line}" for e in edits)
     return Remedy(files=edits, fix=f'pass vllm_mode="colocate" to GRPOConfig(...) at {where} ({then})')
-
-
-def _keyword_edits(script: Any, key: str, insert: str) -> tuple[FileEdit, ...]:
-    """Line edits that write ``insert`` just before keyword ``key`` of each GRPOConfig(...) call
-    that sets it; () where one is not on a line of its own reach."""
-    edits = []
-    for place in script.config_keywords.get(key, ()):
-        if place.value is None:
-            return ()
-        line, start, _, text = place.value
-        raw = text.encode("utf-8")
-        at = raw.rfind(key.encode(), 0, start)
-        if at < 0:
-            return ()
-        new = (raw[:at] + insert.encode() + raw[at:]).decode("utf-8")
-        edits.append(FileEdit(path=place.written_in or script.path, line=line, old=(text,), new=(new,)))
-    return tuple(edits)
 
 
 def _serve_first(ctx: Context) -> Remedy | None:

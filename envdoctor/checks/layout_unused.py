@@ -53,10 +53,12 @@ def idle_training_gpus(ctx: Context) -> Iterator[Hit]:
     yield hit(
         f"{count} but the trainer is given GPUs {','.join(map(str, lay.visible))} ({chosen}){beside}: "
         f"each rank takes one visible GPU, so GPU(s) {','.join(map(str, idle))} stay idle and "
-        f"the whole batch lands on {len(lay.training)} GPU(s), out of memory sooner and slower",
+        f"the whole batch lands on {len(lay.training)} GPU(s): it trains as on {len(lay.training)} GPU(s), "
+        "slower, and out of memory sooner",
         fix=f"{line}  # one rank per training GPU; or make only the GPUs it trains on visible: {narrow}",
-        # a trainer and a server on GPUs split on purpose: the GPUs given to the trainer are its
-        severity="error" if split else "warning",
+        # idle capacity: the run trains correctly on the GPUs its ranks take (their memory is the
+        # memory rules' to judge)
+        severity="warning",
         remedy=[
             launch_remedy(ctx, line, fix=f"{line}  # one rank per training GPU"),
             launch_remedy(ctx, narrow, fix=f"{narrow}  # only the GPUs it trains on"),

@@ -84,14 +84,14 @@ def _code_keyword(ctx: Context) -> Remedy | None:
     """``gradient_checkpointing_kwargs={"use_reentrant": False}`` written into the script's own
     GRPOConfig(...) call that sets gradient_checkpointing (a config file's key would not reach
     it); None where no such call is read."""
-    from envdoctor.checks.layout_server import _keyword_edits
+    from envdoctor.checks.script_remedy import keyword_edits
 
     script = ctx.plan.script
     if script is None or KWARGS in script.config_keywords:
         return None
     if not script.config_keywords.get("gradient_checkpointing"):
         return None
-    edits = _keyword_edits(script, "gradient_checkpointing", f'{KWARGS}={{"use_reentrant": False}}, ')
+    edits = keyword_edits(script, "gradient_checkpointing", f'{KWARGS}={{"use_reentrant": False}}, ')
     if not edits:
         return None
     where = ", ".join(f"{e.path} line {e.line}" for e in edits)

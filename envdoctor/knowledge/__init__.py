@@ -47,6 +47,7 @@ class Knowledge:
         "optional_features": "optional_features.yaml",
         "peft_gradient_checkpointing": "peft_gradient_checkpointing.yaml",
         "resume_torch_load": "resume_torch_load.yaml",
+        "yaml_string_keys": "yaml_string_keys.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

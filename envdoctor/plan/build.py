@@ -216,11 +216,17 @@ def _trl_bundled_config(trainer: Launch | None, name: Any) -> tuple[str, dict[st
 def _launch_file(plan: Plan, written: str, what: str, option: str) -> str | None:
     """The path to read for a file the launch line names (``plan.launch_files``: where it was
     found when not where the line names it, or that it was found nowhere); None when not found."""
-    from envdoctor.plan.launch_files import LaunchFile, locate
+    from envdoctor.plan.launch_files import LaunchFile, locate, missing_in_repository, script_here
 
     found, how = locate(written)
     if found is None or how:
-        plan.launch_files.append(LaunchFile(what, option, written, found, how))
+        missing = None
+        if found is None:
+            trainer = plan.trainer
+            others = "\n".join(lx.raw for lx in plan.launches if lx is not trainer)
+            if trainer is not None and script_here(trainer.script, trainer.module):
+                missing = missing_in_repository(written, others)
+        plan.launch_files.append(LaunchFile(what, option, written, found, how, missing=missing))
     return found
 
 

@@ -56,6 +56,9 @@ class Launch:
     #: what the script could not give statically (a command substitution, a loop variable, a
     #: branch chosen at run time): each said once; the words stay as written (``$N``)
     unknown: tuple[str, ...] = ()
+    #: the launcher's own options written with one dash (``-num_processes=7``), as typed:
+    #: argparse reads them as no option of the launcher (``launch_files``' LAY024)
+    single_dash: tuple[str, ...] = ()
     #: where a literal ``cd`` before it went (``cd pipeline && python -m training.train``:
     #: "pipeline"), from where the commands started: a ``-m`` module is found from there
     folder: str = ""

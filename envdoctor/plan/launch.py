@@ -119,6 +119,25 @@ _LAUNCHER_MODULES = {
 }
 
 
+#: launchers whose parser is argparse with long options only under ``--`` (measured by running
+#: accelerate 1.15.0's launch_command_parser and torch's torch.distributed.run get_args_parser):
+#: a one-dash word of several letters is no option of theirs
+_DOUBLE_DASH = ("accelerate", "torchrun")
+
+
+def single_dash(launcher: str, tokens: list[str]) -> tuple[str, ...]:
+    """The launcher options among ``tokens`` (before the script) written with one dash and
+    several letters (``-num_processes=7``, ``-config_file``)."""
+    if launcher not in _DOUBLE_DASH:
+        return ()
+    _, end = _split_options(launcher, tokens)
+    return tuple(
+        t
+        for t in tokens[:end]
+        if t.startswith("-") and not t.startswith("--") and len(t.split("=", 1)[0]) > 2
+    )
+
+
 def _split_options(launcher: str, tokens: list[str]) -> tuple[dict[str, Any], int]:
     """Consume launcher flags; return (options, index of the script)."""
     boolean = _BOOLEAN.get(launcher, set())
@@ -214,6 +233,7 @@ def _launcher_launch(
 ) -> Launch:
     opts, i = _split_options(launcher, rest)
     launch = Launch(raw=raw, launcher=launcher, env=env, options=opts, program=head + rest[:i])
+    launch.single_dash = single_dash(launcher, rest)
     tail = rest[i:]
     if opts.get("module") or opts.get("m"):
         launch.module = tail[0] if tail else None

@@ -54,6 +54,9 @@ class LaunchFile:
     read: str | None = None
     how: str = ""
     known: str | None = None
+    #: not read and certain to be missing where the run starts (``missing_in_repository``): the
+    #: repository's files of the same name, if any (None: not certain)
+    missing: tuple[str, ...] | None = None
 
     @property
     def not_judged(self) -> str:
@@ -134,3 +137,53 @@ def known_accelerate_config(written: str, kb: Any = None) -> tuple[str, dict[str
         if isinstance(config, dict):
             return name, dict(config), str(entry.get("source") or name)
     return None
+
+
+#: how far ``missing_in_repository`` looks for a file of the same name
+_MISSING_FILES, _MISSING_DEPTH = 20, 6
+_SKIP = frozenset({"node_modules", "site-packages", "dist-packages", "build", "dist", "__pycache__", "venv"})
+
+
+def missing_in_repository(written: str, elsewhere: str = "") -> tuple[str, ...] | None:
+    """For a file a launch line names that ``locate`` found nowhere: the repository's files of the
+    same name (``()`` for none) where it is certain to be missing when the run starts: a relative
+    literal path (no variable, ``~``, ``..``), no file of the repository ends with it (a line
+    written for one of its sub-folders would find one), and ``elsewhere`` (the run's other
+    lines) does not name it (a file an earlier step writes); None where that is not certain."""
+    parts = PurePosixPath(written).parts
+    if (
+        not literal_path(written)
+        or written.startswith("~")
+        or not parts
+        or ".." in parts
+        or written in elsewhere
+    ):
+        return None
+    from envdoctor.plan.repo_walk import walk
+
+    root = repository_root()
+    found = walk(
+        root,
+        [parts[-1]],
+        max_files=_MISSING_FILES,
+        max_depth=_MISSING_DEPTH,
+        skip_dirs=_SKIP,
+        skip_hidden_dirs=True,
+    )
+    if len(found) >= _MISSING_FILES:
+        return None  # more than it looked at: not certain
+    if any(p.parts[-len(parts) :] == parts for p in found):
+        return None  # the line runs from a folder that holds it
+    return tuple(_shown(p) for p in found)
+
+
+def script_here(script: str | None, module: str | None) -> bool:
+    """Whether the training script a launch line runs is in this repository (``locate``; a ``-m``
+    module as ``pkg/mod.py``, also under ``src/``): a line whose script is not here runs in another
+    checkout (a framework's examples), whose files this repository need not hold."""
+    if script:
+        return literal_path(script) and locate(script)[0] is not None
+    if module and module.replace(".", "").replace("_", "").isalnum():
+        path = module.replace(".", "/") + ".py"
+        return any(locate(p)[0] is not None for p in (path, f"src/{path}"))
+    return False

@@ -1660,14 +1660,7 @@ def read_script(
     decl.config_class = _config_class(main, script, res, decl, targets)
     decl.own_trainer = _own_trainer(main, script, res)
     decl.unread_trainer = None if decl.own_trainer else _unread_trainer(main, script, res)
-    decl.trl_added = next(
-        (
-            name
-            for name, (source, _, level) in main.imports.items()
-            if not level and source.split(".")[0] == "trl" and name.endswith("Trainer") and _not_trls(name)
-        ),
-        None,
-    )
+    decl.trl_added = next((name for name in main.imports if _trl_added(name, main)), None)
     hydra_trainer = main.hydra and TRAINER_CLASS not in targets  # Hydra builds it from a `_target_`
     if hydra_trainer and not (decl.own_trainer or decl.unread_trainer or main.model_by_name):
         decl.unread_trainer = f"the class a Hydra `_target_` names ({main.path}:{main.hydra})"
@@ -2204,7 +2197,7 @@ def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | No
             return None  # a trainer TRL's or a read class settles
     for name, (source, _, level) in main.imports.items():
         top = source.split(".")[0]
-        if name.endswith("Trainer") and not level and top == "trl" and _not_trls(name):
+        if _trl_added(name, main):
             return f"{name} (from trl, a class no TRL release has: a copy added to the installed trl)"
         # TRL's own, a known other base, and Unsloth's (TRL's trainers, patched): settled elsewhere
         if not name.endswith("Trainer") or (not level and top in {"trl", "unsloth", *OTHER_TRAINER_PACKAGES}):
@@ -2217,6 +2210,13 @@ def _unread_trainer(main: SourceFacts, script: Path, res: _Resolver) -> str | No
 
 #: the packages whose import means the run's code uses TRL (Unsloth imports it and patches it)
 TRL_USERS = ("trl", "unsloth", "unsloth_zoo")
+
+
+def _trl_added(name: str, mod: SourceFacts) -> bool:
+    """Whether ``mod`` imports trainer class ``name`` from trl (``from trl import RankGRPOTrainer``)
+    and no TRL release has it: a copy a repository's install step added to the installed trl."""
+    source, _, level = mod.imports[name]
+    return not level and source.split(".")[0] == "trl" and name.endswith("Trainer") and _not_trls(name)
 
 
 def _not_trls(name: str) -> bool:

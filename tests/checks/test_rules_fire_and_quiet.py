@@ -302,6 +302,10 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "CUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc_per_node 3 train.py",
         },
     ),
+    "LAY024": (  # a launcher option with one dash: accelerate's argparse exits 2
+        {"launch": "accelerate launch -num_processes=2 train.py"},
+        {"launch": "accelerate launch --num_processes=2 train.py -lr 0.1"},
+    ),
     "LAY016": (
         {
             "config": VLLM_SERVER,
@@ -607,6 +611,8 @@ ELSEWHERE |= {"SEC001"}
 ELSEWHERE |= {"REP001", "REP002", "REP003"}
 # A repository's config that is not valid YAML (the hook reads it): tests/gate/test_gate_unreadable.py.
 ELSEWHERE |= {"CFG006"}
+# A word of the config file's own YAML text (an unquoted `no`): tests/checks/test_config_words.py.
+ELSEWHERE |= {"CFG013"}
 # Keywords a training script passes TRL's trainer (the script is read from disk):
 # tests/checks/test_trl_call_keywords.py.
 ELSEWHERE |= {"CFG008"}

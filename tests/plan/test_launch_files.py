@@ -39,17 +39,18 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_missing_accelerate_config_is_a_finding_and_the_count_is_not_known(repo: Path) -> None:
-    plan = build_plan(launch="accelerate launch --config_file nowhere/acc.yaml train.py", live=False)
+    plan = build_plan(launch="accelerate launch --config_file /data/nowhere/acc.yaml train.py", live=False)
     assert plan.accelerate == {} and plan.accelerate_path is None
     assert plan.trainer is not None
-    assert "accelerate config nowhere/acc.yaml" in (plan.trainer.unresolved or "")
+    assert "accelerate config /data/nowhere/acc.yaml" in (plan.trainer.unresolved or "")
     found = _found(plan)
+    # an absolute path outside the repository: the machine the run starts on may hold it
     assert found["LAY019"].severity.value == "info"
     assert "not read" in found["LAY019"].message and "process count" in found["LAY019"].message
     assert not [f for f in found.values() if f.severity.value in ("warning", "error")]
     # with the count on the line the layout is judged from the line's flags
     plan = build_plan(
-        launch="accelerate launch --num_processes 2 --config_file nowhere/acc.yaml train.py", live=False
+        launch="accelerate launch --num_processes 2 --config_file /data/nowhere/acc.yaml train.py", live=False
     )
     assert plan.trainer is not None and plan.trainer.unresolved is None
     assert "LAY019" in _found(plan)
@@ -111,8 +112,46 @@ def test_the_scripts_config_and_deepspeed_json(repo: Path) -> None:
     )
     assert plan.config_path is None
     messages = [f.message for f in run_rules(Context(facts=from_dict(snapshot(2), "t"), plan=plan)).findings]
-    said = [m for m in messages if "not read" in m]
+    said = [m for m in messages if "in no folder of this repository" in m]
     assert any("`--config gone.yaml`" in m for m in said) and any("gone.json" in m for m in said)
+
+
+def test_a_relative_path_no_file_of_the_repository_ends_with_is_an_error(repo: Path) -> None:
+    """Set 23's MRyutaro/open-r1 e98d7ad: `--config_file=configs/zero3.yaml`, a file the
+    repository never had (its fix names recipes/accelerate_configs/zero3.yaml): accelerate's
+    load_config_from_file raises FileNotFoundError before any process starts."""
+    (repo / "recipes" / "accelerate_configs" / "zero3.yaml").write_text(ACC)
+    plan = build_plan(launch="accelerate launch --config_file=configs/zero3.yaml train.py", live=False)
+    hit = _found(plan)["LAY019"]
+    assert hit.severity.value == "error" and "FileNotFoundError" in hit.message
+    assert "recipes/accelerate_configs/zero3.yaml (its only file of that name)" in hit.fix
+
+
+@pytest.mark.parametrize(
+    ("lines", "written"),
+    [
+        # the line runs from a sub-folder that holds it (R1-Onevision's local_scripts/zero3.json)
+        ("accelerate launch --num_processes 2 train.py --deepspeed local_scripts/z3.json", "sub"),
+        # another line of the run names it (a step that may write it)
+        (
+            "trl vllm-serve --model m --config made/acc.yaml\n"
+            "accelerate launch --config_file made/acc.yaml train.py",
+            "",
+        ),
+        # built at run time
+        ("accelerate launch --config_file ${CONFIG_DIR}/acc.yaml train.py", ""),
+        # a line for another checkout: its script is not here either (NeMo-RL's examples)
+        ("uv run python examples/run_grpo_math.py --config examples/configs/grpo_math_1B.yaml", ""),
+        # a name the script looks up, not a file
+        ("accelerate launch --num_processes 2 train.py --config grpo_small", ""),
+    ],
+)
+def test_not_certain_to_be_missing_stays_info(repo: Path, lines: str, written: str) -> None:
+    if written:
+        (repo / "VLM" / "src" / "local_scripts").mkdir(parents=True)
+        (repo / "VLM" / "src" / "local_scripts" / "z3.json").write_text("{}")
+    found = _found(build_plan(launch=lines, live=False))
+    assert "LAY019" in found and found["LAY019"].severity.value == "info"
 
 
 def test_cli_exit_codes(repo: Path, tmp_path: Path) -> None:
