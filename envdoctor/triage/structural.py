@@ -33,6 +33,7 @@ from envdoctor.triage import (
     missing,
     optional,
     programs,
+    pyboundary,
     refusal,
     roots,
     samename,
@@ -887,6 +888,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or roots.two_roots(t, m, log)  # two installations: before any version's answer
             or raised_entry(t, m, log)
             or structclass.python_older(t, m, log)
+            or pyboundary.stdlib_newer(t, m, log)
             or structclass.source_tree(t, m, log)
             or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
