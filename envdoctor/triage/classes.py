@@ -768,12 +768,21 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     elsewhere = fixes.get(ran or "")
     if elsewhere:  # the failure met in another program than the entry's trainer: fixed there
         detail += f"; the log runs {_PROGRAM_SAID.get(ran or '', ran)}, not the trainer this entry is about"
+    from envdoctor.triage.olderfix import older
+
+    older_fix = getattr(entry, "older_fix", None) or {}
+    why_older = older(older_fix, first, log)
+    if why_older and not elsewhere:  # the run's release lacks what the entry's fix needs
+        detail += f"; {why_older}"
     draft = finding(
         catalogue.RULE,
         ms,
         log,
         f"{entry.title} — {entry.cause} ({entry.id}){shown}; {detail}",
-        (elsewhere or usage.read_fix(entry, shown_ev.get("values") or {}))
+        (
+            elsewhere
+            or (older_fix["fix"] if why_older else usage.read_fix(entry, shown_ev.get("values") or {}))
+        )
         + (
             f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
             if entry.fixed_in
