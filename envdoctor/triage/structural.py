@@ -44,6 +44,7 @@ from envdoctor.triage import (
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, at_severity, finding, reject
 from envdoctor.triage.interface import Match, Signature
+from envdoctor.triage.remotecode import stale_call
 from envdoctor.triage.traceback import Frame, Traceback, bare_exception, failure
 
 
@@ -900,6 +901,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or programs.missing_program(t, m, log)
             or wrapped.through_wrapper(t, m, log)
             or drift(t, [m], log)
+            or stale_call(t, m, log)  # a model's code calling transformers (after drift's histories)
             or samename.foreign_object(t, m, log)
             or _lifted_raise(t, m, log)
             or trl_refusal(t, m, log)
