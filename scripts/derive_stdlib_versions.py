@@ -12,7 +12,8 @@ keyword argument 'slots'``. The data comes from python/typeshed's stubs of the s
 - each ``stdlib/**/*.pyi``: the names a module binds (``def``, ``class``, assignments, re-exports)
   under ``if sys.version_info >= (3, N):`` guards (a ``<`` guard's ``else`` branch likewise), and
   the parameters of its functions and of its classes' ``__init__`` / ``__new__`` by the same
-  guards; the members of ``builtins``' classes (``str.removeprefix``).
+  guards; the members of ``builtins``' classes (``str.removeprefix``). A name only a
+  ``sys.platform`` guard binds is left out (``os.pidfd_open``: Linux's, not a Python version's).
 
 typeshed drops the guards of the Pythons it stops supporting, so one commit does not tell every
 version: give an old commit (its guards from 3.8 on) and a new one (the latest modules); a name's
@@ -103,6 +104,11 @@ def _version_test(test: ast.expr) -> tuple[str, Version] | None:
     return None
 
 
+def _platform_test(test: ast.expr) -> bool:
+    """``sys.platform == "linux"`` (also inside ``and`` / ``or`` / ``not``)."""
+    return any(isinstance(n, ast.Attribute) and n.attr == "platform" for n in ast.walk(test))
+
+
 def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     a = fn.args
     return [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs) if x.arg not in ("self", "cls")]
@@ -122,14 +128,24 @@ class _Module:
         self.names: dict[str, Version] = {}
         self.params: Table = {}
         self.members: Table = {}
+        self.platform = False  # inside a ``sys.platform`` guard
+        self.platform_names: dict[str, Version] = {}
+
+    def public(self) -> dict[str, Version]:
+        """The names bound on every platform, each at its earliest version (a platform's own
+        binding of a name lowers it; a name only some platforms bind is left out)."""
+        return {n: min(v, self.platform_names.get(n, v)) for n, v in self.names.items()}
 
     def body(self, stmts: list[ast.stmt], at: Version, cls: str | None = None) -> None:
         for s in stmts:
             if isinstance(s, ast.If):
                 test = _version_test(s.test)
                 if test is None:
+                    plat = self.platform
+                    self.platform = plat or _platform_test(s.test)
                     self.body(s.body, at, cls)
                     self.body(s.orelse, at, cls)
+                    self.platform = plat
                 elif test[0] == ">=":
                     self.body(s.body, max(at, test[1]), cls)
                     self.body(s.orelse, at, cls)
@@ -140,7 +156,9 @@ class _Module:
             for name in _bound(s):
                 if _private(name):
                     continue
-                if cls is None:
+                if cls is None and self.platform:  # one platform's (os.pidfd_open: Linux's)
+                    self.platform_names[name] = min(self.platform_names.get(name, at), at)
+                elif cls is None:
                     self.names[name] = min(self.names.get(name, at), at)
                 else:
                     _keep(self.members, cls, name, at)
@@ -230,7 +248,7 @@ def read_source(src: Source) -> dict[str, object]:
             continue
         m = _Module(module, start)
         m.body(tree.body, start)
-        names[module] = {n: max(v, start) for n, v in m.names.items()}
+        names[module] = {n: max(v, start) for n, v in m.public().items()}
         for key, ps in m.params.items():
             params[key] = {p: max(v, start) for p, v in ps.items()}
         if module == "builtins":

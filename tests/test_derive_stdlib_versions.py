@@ -48,6 +48,8 @@ def test_guards_and_versions_give_each_names_first_python(tmp_path: Path) -> Non
     }
     assert doc["parameters"]["builtins.zip"] == {"strict": "3.10"}
     assert doc["members"]["str"] == {"removeprefix": "3.9"}
+    # one platform's name is no Python version's; a platform's binding lowers a guarded one
+    assert doc["names"]["os"] == {"listdrives": "3.12"}
 
 
 def test_a_newer_source_without_the_guards_keeps_the_older_sources_version(tmp_path: Path) -> None:
