@@ -68,6 +68,7 @@ _KEYS = {
     "reads",
     "read_fixes",
     "program_fixes",
+    "older_fix",
     "usage",
     "own_line",
 }
@@ -214,6 +215,11 @@ class KnownFailure:
     #: (a program the log runs, ``PROGRAMS``, the fix there): the same failure met outside the
     #: trainer the entry is about (vLLM's own server refusing a chat request) is fixed there
     program_fixes: tuple[tuple[str, str], ...] = ()
+    #: the fix where the run's release of a package is older than the one ``fix`` needs (peft's
+    #: target_modules="all-linear" from 0.8.0): ``package``, ``below`` (that release), ``released``
+    #: (its date: a log dated before it ran an older one), ``shown_by`` (symptoms whose wording only
+    #: releases below print) and ``fix`` (``envdoctor/triage/olderfix.py``); empty: none
+    older_fix: dict[str, Any] = field(default_factory=dict)
     #: the failure is in what the user's own code passed (its data, arguments, a checkpoint it
     #: loads): triage names the user's frame that passed it where the traceback shows one
     usage: bool = False
@@ -508,6 +514,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         raise KnownFailuresError(
             f"{where}: 'program_fixes' must map a program among {list(PROGRAMS)} to a fix"
         )
+    older_fix = _older_fix(entry.get("older_fix"), where)
     for flag in ("usage", "own_line"):
         if not isinstance(entry.get(flag, False), bool):
             raise KnownFailuresError(f"{where}: '{flag}' must be true or false")
@@ -550,9 +557,41 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         reads=tuple(" ".join(r.split()) for r in reads),
         read_fixes=tuple((str(k), " ".join(str(v).split())) for k, v in read_fixes.items()),
         program_fixes=tuple((str(k), " ".join(str(v).split())) for k, v in program_fixes.items()),
+        older_fix=older_fix,
         usage=bool(entry.get("usage", False)),
         own_line=bool(entry.get("own_line", False)),
     )
+
+
+_ISO_DATE = re.compile(r"^20\d\d-[01]\d-[0-3]\d$")
+
+
+def _older_fix(value: Any, where: str) -> dict[str, Any]:
+    """``older_fix`` checked: {package, below, released, shown_by, fix}; {} where absent."""
+    if value is None:
+        return {}
+    keys = {"package", "below", "released", "shown_by", "fix"}
+    if not isinstance(value, dict) or set(value) - keys or not {"package", "below", "fix"} <= set(value):
+        raise KnownFailuresError(
+            f"{where}: 'older_fix' must map package, below, fix (and released, shown_by)"
+        )
+    released = str(value.get("released") or "")
+    if released and not _ISO_DATE.match(released):
+        raise KnownFailuresError(f"{where}: 'older_fix.released' must be a date YYYY-MM-DD")
+    shown_by = value.get("shown_by") or []
+    if not isinstance(shown_by, list) or (shown_by and not _strings_ok(shown_by)):
+        raise KnownFailuresError(f"{where}: 'older_fix.shown_by' must be a list of symptoms")
+    for text in shown_by:
+        Symptom(text, where).regex  # noqa: B018 - a regex that does not compile fails here
+    if not str(value["fix"]).strip():
+        raise KnownFailuresError(f"{where}: 'older_fix.fix' must be a fix")
+    return {
+        "package": _norm(str(value["package"])),
+        "below": str(value["below"]),
+        "released": released,
+        "shown_by": [str(x) for x in shown_by],
+        "fix": " ".join(str(value["fix"]).split()),
+    }
 
 
 def parse_file(

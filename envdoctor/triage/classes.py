@@ -16,6 +16,7 @@ from envdoctor.plan.interface import DEFAULT_SERVER_HOST, DEFAULT_SERVER_PORT, s
 from envdoctor.redact import cut
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
+from envdoctor.triage.confirm import from_log as from_log_of
 from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
 from envdoctor.triage.interface import Match
 from envdoctor.triage.scanner import split_prefix
@@ -196,13 +197,23 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
         if re.search(r"[RKP]Ss", symbol)
         else "torch does not export that symbol: the extension was built against another torch release"
     )
-    torch_v = ctx.version("torch") if ctx is not None else None
-    dist_v = ctx.version(dist) if ctx is not None and dist else None
+    # the versions of the run: the log's, or a snapshot's (--facts: the node that ran it); this
+    # machine's live torch is not the run's where the log shows none (set 23's c002 / d002)
+    runs = ctx is not None and (not ctx.facts.live or bool(from_log_of(ctx, "torch")))
+    torch_v = ctx.version("torch") if ctx is not None and runs else None
+    dist_v = ctx.version(dist) if ctx is not None and runs and dist else None
     here = ", ".join(f"{n} {v}" for n, v in (("torch", torch_v), (dist, dist_v)) if v)
     what = f"{dist or library} does not load: {library} needs {symbol[:80]} from torch; {abi}" + (
         f" (here: {here})" if here else ""
     )
-    torch_desc = f"torch {torch_v}" if torch_v else "the torch in use"
+    torch_desc = f"torch {torch_v}" if torch_v else "the run's own torch"
+    read_them = (
+        ""
+        if torch_v
+        else " (read where the run ran: python -c 'import torch; print(torch.__version__, "
+        "torch.version.cuda, torch._C._GLIBCXX_USE_CXX11_ABI)'; the log does not show them, and this "
+        "machine's torch is not the run's)"
+    )
     if dist == "vllm":
         conf = confirm(first.signature.confirm_map, ctx, "PKG004")
         conf.findings = [f for f in conf.findings if f.message.startswith("vllm ")]
@@ -216,9 +227,13 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
     if dist == "flash-attn":
         fix = (
             f"install the flash-attn wheel built for {torch_desc}, its CUDA and the C++ ABI of "
-            f"that torch (wheel names say it: …torch2.Xcxx11abi{abi_flag or 'TRUE/FALSE'}…; "
-            "python -c 'import torch; print(torch._C._GLIBCXX_USE_CXX11_ABI)' tells which), "
-            "or build it against that torch: FLASH_ATTENTION_FORCE_BUILD=TRUE pip install "
+            f"that torch{read_them} (wheel names say it: …cu12torch2.Xcxx11abi{abi_flag or 'TRUE/FALSE'}…"
+            + (
+                "; python -c 'import torch; print(torch._C._GLIBCXX_USE_CXX11_ABI)' tells which)"
+                if torch_v
+                else ")"
+            )
+            + ", or build it against that torch: FLASH_ATTENTION_FORCE_BUILD=TRUE pip install "
             "--force-reinstall --no-build-isolation --no-cache-dir flash-attn (without "
             "FLASH_ATTENTION_FORCE_BUILD=TRUE its setup.py fetches the prebuilt wheel it names for "
             "this torch again instead of compiling)"
@@ -226,7 +241,7 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
     else:
         name = dist or library
         fix = (
-            f"reinstall {name} built for {torch_desc} (pip install --force-reinstall "
+            f"reinstall {name} built for {torch_desc}{read_them} (pip install --force-reinstall "
             f"--no-cache-dir --no-build-isolation {dist or '<package>'}), or install the "
             f"torch release that {name} was built for"
         )
@@ -753,12 +768,21 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
     elsewhere = fixes.get(ran or "")
     if elsewhere:  # the failure met in another program than the entry's trainer: fixed there
         detail += f"; the log runs {_PROGRAM_SAID.get(ran or '', ran)}, not the trainer this entry is about"
+    from envdoctor.triage.olderfix import older
+
+    older_fix = getattr(entry, "older_fix", None) or {}
+    why_older = older(older_fix, first, log)
+    if why_older and not elsewhere:  # the run's release lacks what the entry's fix needs
+        detail += f"; {why_older}"
     draft = finding(
         catalogue.RULE,
         ms,
         log,
         f"{entry.title} — {entry.cause} ({entry.id}){shown}; {detail}",
-        (elsewhere or usage.read_fix(entry, shown_ev.get("values") or {}))
+        (
+            elsewhere
+            or (older_fix["fix"] if why_older else usage.read_fix(entry, shown_ev.get("values") or {}))
+        )
         + (
             f" (fixed in {', '.join(f'{d} {v}' for d, v in entry.fixed_in.items())})"
             if entry.fixed_in

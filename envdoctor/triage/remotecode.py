@@ -15,6 +15,23 @@ per release read whether transformers' own ``X`` supports it:
   warning, with transformers' release that has the model type natively where ``models.json.gz``
   names it (the class's family lowercased);
 - transformers' own ``X`` refuses it in a release read: quiet (its own limit, not this reading).
+
+A model's code calling transformers with an argument it no longer takes (``stale_call``):
+``GenerationMixin._extract_past_from_model_output() got an unexpected keyword argument
+'standardize_cache_format'`` (GLM-4's remote code on transformers 4.44). The message names the
+method by the class that defines it; where that class is transformers' (the symbol history,
+``rules/knowledge/symbols/transformers.json.gz``, has it with that method) and the call is not
+transformers' own — a frame under ``transformers_modules/`` (a model repository's remote code), the
+user's or a project's file, or no frame at all for a private method (only a model's code, which
+subclasses transformers' classes, calls those) — the calling code was written for another
+transformers release. Where the signature or symbol history knows the method's parameters per
+release, structural.drift (before this) names the release that still took it; here the fix pins
+transformers to the ``transformers_version`` of the model's ``config.json`` (the release the
+repository saved its code with). An error for remote code shown (its frames, or ``trust_remote_code``
+in the log) and for a private method (a model's code is what reaches into those). Quiet for a
+public method without remote code shown (the user's own call: a misspelt keyword reads the same),
+where the caller is another package of the stack (API drift between the two: structural.drift), and
+where the class is no transformers class.
 """
 
 from __future__ import annotations
@@ -25,7 +42,9 @@ from typing import Any
 
 from envdoctor import versions
 from envdoctor.findings import Finding, Severity
-from envdoctor.triage.draft import Draft, Log
+from envdoctor.triage.draft import Draft, Log, at_severity, finding, warning_line
+from envdoctor.triage.interface import Match
+from envdoctor.triage.traceback_model import Traceback
 
 RULE = "TRI038"
 _REFUSED = re.compile(
@@ -147,3 +166,77 @@ def answer(head: bytes, log: Log) -> Draft | None:
     }
     message = f"{what} (line {line_no}): “{m.group(0)}”"
     return Draft(line_no, Finding(RULE, Severity.ERROR if certain else Severity.WARNING, message, fix, ev))
+
+
+# -- a model's code calling transformers with an argument it no longer takes -----------------------
+
+_STALE = re.compile(
+    r"^(?P<cls>[A-Z]\w{0,150})\.(?P<meth>\w{1,150})\(\) "
+    r"got an unexpected keyword argument '(?P<kw>\w{1,150})'"
+)
+_REMOTE = ("transformers_modules/", "transformers_modules\\")
+
+
+def stale_call(t: Traceback, m: Match, log: Log) -> Draft | None:
+    """TRI038 for a model's (or project's) code calling a transformers method with an argument it
+    does not take (module docstring), or None."""
+    if t.name != "TypeError" or warning_line(m):
+        return None
+    found = _STALE.match(t.message.strip())
+    if found is None:
+        return None
+    cls, meth, kw = found["cls"], found["meth"], found["kw"]
+    from envdoctor.knowledge.symbol_history import history
+
+    h = history("transformers")
+    if h is None or not (h.member(cls, "a", meth)[0] or h.member(cls, "p", meth)[0]):
+        return None  # no transformers class with that method
+    caller = t.frames[-1] if t.frames else None
+    path = caller.path.replace("\\", "/") if caller is not None else ""
+    remote_frame = "transformers_modules/" in path
+    if caller is not None and caller.package is not None and not remote_frame:
+        return None  # a package's call (transformers' own, or another's: API drift, not a model's code)
+    text = log.head[:262144].decode("utf-8", errors="replace") if log.head else ""
+    remote = remote_frame or any(r in text for r in _REMOTE) or "trust_remote_code" in text
+    private = meth.startswith("_") and not meth.startswith("__")
+    if not private and not remote:
+        return None  # a public method the user's code (or nothing shown) called: a keyword of theirs
+    shown = log.versions.get("transformers")
+    have = f"; the log shows transformers {shown.version}" if shown is not None and shown.exact else ""
+    if remote_frame and caller is not None:
+        who = f"the model repository's remote code ({caller.at})"
+    elif caller is not None:
+        who = f"the code at {caller.at} (yours or a project's)"
+    else:
+        who = (
+            "code that is not transformers' own (a model repository's remote code loaded with "
+            "trust_remote_code, whose classes subclass transformers' and call its private methods)"
+        )
+    what = (
+        f"{who} calls transformers' {cls}.{meth}() with {kw}=, which the installed transformers' "
+        f"{cls}.{meth} does not take: that code was written for another transformers release"
+        + ("; the log shows trust_remote_code / transformers_modules" if remote and not remote_frame else "")
+        + have
+    )
+    target = (
+        "pip install transformers==<the transformers_version in the model's config.json>, the "
+        "release the repository's code was saved with: the pin to try"
+        if remote or caller is None
+        else "the transformers release the project names (its requirements or README)"
+    )
+    fix = (
+        f"pin transformers to the release that code was written for: {target}; or use a revision of "
+        f"the model repository (or of the project) updated for your transformers"
+    )
+    d = finding(
+        RULE,
+        [m],
+        log,
+        what,
+        fix,
+        package="transformers",
+        method=f"{cls}.{meth}",
+        keyword=kw,
+        answer_from="transformers' symbol history (rules/knowledge/symbols/transformers.json.gz)",
+    )
+    return at_severity(d, Severity.ERROR)

@@ -33,6 +33,7 @@ from envdoctor.triage import (
     missing,
     optional,
     programs,
+    pyboundary,
     refusal,
     roots,
     samename,
@@ -43,6 +44,7 @@ from envdoctor.triage import (
 from envdoctor.triage.combine import Literals
 from envdoctor.triage.draft import Draft, Log, at_severity, finding, reject
 from envdoctor.triage.interface import Match, Signature
+from envdoctor.triage.remotecode import stale_call
 from envdoctor.triage.traceback import Frame, Traceback, bare_exception, failure
 
 
@@ -887,6 +889,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or roots.two_roots(t, m, log)  # two installations: before any version's answer
             or raised_entry(t, m, log)
             or structclass.python_older(t, m, log)
+            or pyboundary.stdlib_newer(t, m, log)
             or structclass.source_tree(t, m, log)
             or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
@@ -898,6 +901,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or programs.missing_program(t, m, log)
             or wrapped.through_wrapper(t, m, log)
             or drift(t, [m], log)
+            or stale_call(t, m, log)  # a model's code calling transformers (after drift's histories)
             or samename.foreign_object(t, m, log)
             or _lifted_raise(t, m, log)
             or trl_refusal(t, m, log)

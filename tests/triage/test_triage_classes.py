@@ -119,6 +119,25 @@ def test_extension_abi_names_both_versions_with_facts():
     assert "torch 2.6.0" in f.fix and "cxx11abiFALSE" in f.fix
 
 
+def _live(snap: dict):
+    """The context of a triage judged against this machine's live facts (no --facts)."""
+    from dataclasses import replace
+
+    ctx = judge(snap)
+    return replace(ctx, facts=replace(ctx.facts, source="live"))
+
+
+def test_extension_abi_judged_live_without_the_logs_torch_names_the_runs_own():
+    """Set 23's c002 / d002: the log shows no torch, and the judging machine's live torch is not the
+    run's: the fix says to match the run's own torch / CUDA / C++ ABI and how to read them."""
+    ctx = _live(snapshot(1, H100, {**MODERN, "torch": "2.13.0+cpu", "flash-attn": "2.8.3"}))
+    f = _one(ABI, ctx)
+    assert f.rule == "TRI005" and "2.13.0" not in f.message + f.fix
+    assert "the run's own torch" in f.fix and "torch.version.cuda" in f.fix and "FORCE_BUILD" in f.fix
+    f = _one("torch==2.2.1+cu121\n" + ABI, ctx)  # the log's torch: named as before
+    assert "torch 2.2.1+cu121" in f.fix and "the run's own torch" not in f.fix
+
+
 def test_vllm_abi_takes_pkg004s_exact_fix_when_the_facts_show_it():
     log = (
         "ImportError: /venv/lib/python3.11/site-packages/vllm/_C.abi3.so: undefined symbol: "
