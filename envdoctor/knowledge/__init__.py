@@ -47,6 +47,7 @@ class Knowledge:
         "optional_features": "optional_features.yaml",
         "peft_gradient_checkpointing": "peft_gradient_checkpointing.yaml",
         "resume_torch_load": "resume_torch_load.yaml",
+        "refused_settings": "refused_settings.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

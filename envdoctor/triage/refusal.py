@@ -407,7 +407,38 @@ def _guard_placed(loc: Any, tb: Traceback, text: str) -> bool:
         return False
     if all(_CONFIG_CHECK.search(x.function) for x in loc.sites):
         return True
+    if _as_framed(loc, tb, text):
+        return True
     return tb.name == "NotImplementedError" and bool(_own_fix(text)) and bool(_options(text))
+
+
+def _as_framed(loc: Any, tb: Traceback, text: str) -> bool:
+    """A log that shows no frame, whose whole message the index places in one stack package's
+    ``raise`` of the exception's own class: read as the frame that raises it would be
+    (``_raised_in_guard``: the answer a traceback with that frame gets, with its severity). A
+    ``raise ValueError`` of a refusal that names a setting ("DeepSpeed Zero-3 is not compatible with
+    `low_cpu_mem_usage=True` or with passing a `device_map`", transformers' from_pretrained); an
+    ``assert`` (a data structure's invariant: "must have identical batch size") is not, nor a
+    ``NotImplementedError`` (a path not written for the data's value: "Reward function is not
+    implemented for data_source=''"; ``_guard_placed`` asks it for a fix of its own), nor a
+    value its template formats that is no setting envdoctor knows (``bounds.setting``)."""
+    if not (
+        not tb.frames
+        and tb.name == "ValueError"
+        and loc.complete
+        and loc.package in set(PACKAGES.values())
+        and loc.package not in _NOT_CONFIG_PACKAGES
+        and all(x.exc == tb.name for x in loc.sites)
+    ):
+        return False
+    named = [o.split("=", 1)[0] for o in _options(text)]
+    # a name the raise formats in ("shard_dim=0 is not a valid data dimension") is a value the
+    # function was handed, a setting only where envdoctor knows it as one; one its template
+    # spells out is what the check refuses
+    formatted = {n for x in loc.sites for n in x.names}
+    from envdoctor.triage.bounds import setting
+
+    return bool(named) and all(n not in formatted or setting(n) is not None for n in named)
 
 
 def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
