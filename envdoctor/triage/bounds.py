@@ -26,98 +26,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import _WARNING, Draft, Log
 from envdoctor.triage.interface import Match
 from envdoctor.triage.pydantic_blocks import Block, FieldError, blocks
+from envdoctor.triage.settings_known import Setting, _table, _vllm_classes, setting
 
 RULE = "TRI039"
 MAX_TEXT = 2000  # characters of a failing message read for a bound
 AFTER = 8  # lines after the failing exception's line where its pydantic block may start
-
-
-@dataclass(frozen=True)
-class Setting:
-    """A name envdoctor knows as a setting of the stack, and where the run sets it."""
-
-    name: str
-    package: str
-    where: str  # how the user sets it, in words
-
-
-# -- the stack's settings ----------------------------------------------------------------------------
-
-
-def _table() -> dict[str, Any]:
-    return knowledge().refused_settings
-
-
-def _has(package: str, cls: str, name: str) -> bool:
-    from envdoctor.knowledge.symbol_history import history
-
-    h = history(package)
-    return h is not None and bool(h.member(cls, "a", name)[0])
-
-
-@lru_cache(maxsize=1)
-def _vllm_classes() -> tuple[str, ...]:
-    table = knowledge().vllm.get("engine_options") or {}
-    return tuple(str(c) for c in table.get("config_classes", []) if str(c) != "SamplingParams")
-
-
-def _deepspeed(section: str, name: str) -> Setting | None:
-    keys = (_table().get("deepspeed_keys") or {}).get(section) or []
-    if name not in keys:
-        return None
-    return Setting(name, "deepspeed", f'the DeepSpeed config JSON\'s "{section}": {{"{name}": …}}')
-
-
-def _vllm(name: str, log: Log | None, context: Sequence[str]) -> Setting | None:
-    if not (_has("vllm", "EngineArgs", name) or any(_has("vllm", c, name) for c in _vllm_classes())):
-        return None
-    if log is None:
-        return Setting(name, "vllm", f"vLLM's engine argument {name}")
-    from envdoctor.triage.refusal import _setters
-
-    return Setting(name, "vllm", "; ".join(_setters(name, log, context)))
-
-
-def setting(
-    name: str, model: str = "", log: Log | None = None, context: Sequence[str] = ()
-) -> Setting | None:
-    """``name`` as a setting of the stack (``model``: the pydantic model that refused it, where
-    shown), or None where envdoctor's knowledge does not know it as one."""
-    mapped = (_table().get("models") or {}).get(model) if model else None
-    if isinstance(mapped, dict):  # a model whose fields are a config file's keys
-        return _deepspeed(str(mapped.get("section", "")), name)
-    if model and model not in _vllm_classes():
-        return None  # another package's model: its fields are no setting envdoctor knows
-    if model:
-        return _vllm(name, log, context)
-    if "_" not in name:
-        return None  # a bare word ("model", "stage"): too common to be read as a setting
-    found = _vllm(name, log, context)
-    if found is not None:
-        return found
-    kb = log.ctx.kb if log is not None and log.ctx is not None else knowledge()
-    if kb.config_key(name) is not None or _has("trl", "GRPOConfig", name):
-        return Setting(name, "trl", f"TRL's GRPOConfig {name} (--{name} on TRL's command line)")
-    if _has("transformers", "TrainingArguments", name):
-        return Setting(name, "transformers", f"the trainer's TrainingArguments {name} (--{name})")
-    if _has("peft", "LoraConfig", name):
-        return Setting(name, "peft", f"PEFT's LoraConfig({name}=…)")
-    return next(
-        (
-            s
-            for sec in (_table().get("deepspeed_keys") or {})
-            if (s := _deepspeed(str(sec), name)) is not None
-        ),
-        None,
-    )
 
 
 def _named(words: str) -> str:
