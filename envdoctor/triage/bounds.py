@@ -272,6 +272,22 @@ def _failing_block(log: Log, first: Match | None) -> Block | None:
     return None
 
 
+_VALUE_SAID = re.compile(r"^set \S+ to (?:an integer \(e\.g\. )?(?P<v>-?\d[\d.]*)(?:\)| or (?:more|less))")
+
+
+def _where(fix: str, s: Setting) -> str:
+    """``fix`` with where the run sets ``s``, the value it names written into the spellings
+    (``LLM(max_lora_rank=64)``, ``vllm serve --max-lora-rank 64``)."""
+    m = _VALUE_SAID.match(fix)
+    where = s.where
+    if m is not None:
+        v = m.group("v")
+        where = where.replace(f"{s.name}=…", f"{s.name}={v}").replace(f'"{s.name}": …', f'"{s.name}": {v}')
+        flag = "--" + s.name.replace("_", "-")
+        where = re.sub(rf"{re.escape(flag)}(?=\))", f"{flag} {v}", where)
+    return f"{fix}, in {where}"
+
+
 def _draft(line_no: int, what: str, fix: str, **evidence: Any) -> Draft:
     evidence = {"line": line_no, **{k: v for k, v in evidence.items() if v}}
     return Draft(line_no, Finding(RULE, Severity.ERROR, what, fix, evidence))
@@ -287,9 +303,7 @@ def _from_block(b: Block, log: Log, context: Sequence[str]) -> Draft | None:
                     f"vLLM refused the setting {named.name}: its config validation"
                     f"{' for ' + b.model if b.model else ''} says “{err.msg[:400]}” (line {err.line_no})"
                 )
-                return _draft(
-                    err.line_no, what, f"{fix}, in {named.where}", setting=named.name, model=b.model
-                )
+                return _draft(err.line_no, what, _where(fix, named), setting=named.name, model=b.model)
         if not err.loc:
             continue
         s = setting(err.field, b.model, log, context)
@@ -303,7 +317,7 @@ def _from_block(b: Block, log: Log, context: Sequence[str]) -> Draft | None:
             f"“{err.msg[:400]}” [type={err.type}] (line {err.line_no})"
         )
         section = str(((_table().get("models") or {}).get(b.model) or {}).get("section", ""))
-        fix = f"{_pydantic_fix(err, s)}, in {s.where}" + (_auto_fill(section, s.name) if section else "")
+        fix = _where(_pydantic_fix(err, s), s) + (_auto_fill(section, s.name) if section else "")
         return _draft(err.line_no, what, fix, setting=s.name, model=b.model, type=err.type, value=err.value)
     return None
 
@@ -333,7 +347,7 @@ def refused_setting(head: bytes, log: Log, first: Match | None) -> Draft | None:
     bound, s, fix = found
     name = {"deepspeed": "DeepSpeed", "vllm": "vLLM", "trl": "TRL", "peft": "PEFT"}.get(s.package, s.package)
     what = (
-        f"{name} refused the setting {s.name}: the failing line states the bound it breaks, "
+        f"The run's setting {s.name} ({name}'s) was refused: the failing line states the bound it breaks, "
         f"“{bound.text[:300]}” (line {first.line_no}): “{text[:500]}”"
     )
-    return _draft(first.line_no, what, f"{fix}, in {s.where}", setting=s.name, bound=bound.kind)
+    return _draft(first.line_no, what, _where(fix, s), setting=s.name, bound=bound.kind)

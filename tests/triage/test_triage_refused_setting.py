@@ -91,7 +91,7 @@ def test_deepspeed_block_names_the_json_key_an_integer_and_the_auto_releases():
     assert (f.rule, f.severity) == ("TRI039", Severity.ERROR)
     assert "stage3_prefetch_bucket_size = 15099494.4" in f.message and "DeepSpeedZeroConfig" in f.message
     assert f.fix.startswith("set stage3_prefetch_bucket_size to an integer (e.g. 15099494)")
-    assert '"zero_optimization": {"stage3_prefetch_bucket_size"' in f.fix
+    assert '"zero_optimization": {"stage3_prefetch_bucket_size": 15099494}' in f.fix
     assert "transformers>=4.45.0" in f.fix and "accelerate>=0.31.0" in f.fix and "below 0.15.0" in f.fix
 
 
@@ -103,6 +103,16 @@ def test_a_headless_block_of_a_vllm_engine_argument_with_its_bound():
     )
     assert (f.rule, f.severity) == ("TRI039", Severity.ERROR)
     assert f.fix.startswith("set max_num_seqs to 1 or more") and "vllm serve --max-num-seqs" in f.fix
+
+
+def test_a_headless_vllm_value_error_reads_the_bound_in_its_words():
+    f = _one(
+        "[rank0]:   Value error, max_num_batched_tokens (8192) is smaller than max_model_len (131072). "
+        "This effectively limits the maximum sequence length. [type=value_error, input_value=ArgsKwargs(()), input_type=ArgsKwargs]\n"
+    )
+    assert (f.rule, f.severity) == ("TRI039", Severity.ERROR)
+    assert f.fix.startswith("set max_num_batched_tokens to 131072 or more")
+    assert "vllm serve --max-num-batched-tokens 131072" in f.fix
 
 
 def test_a_block_in_a_warning_or_of_another_model_or_field_is_quiet():
@@ -143,7 +153,7 @@ def test_a_value_over_an_engine_argument_names_the_argument_and_the_value():
     )
     assert (f.rule, f.severity) == ("TRI039", Severity.ERROR)
     assert f.fix.startswith("set max_lora_rank to 64 or more")
-    assert "LLM(max_lora_rank=…)" in f.fix and "vllm serve --max-lora-rank" in f.fix
+    assert "LLM(max_lora_rank=64)" in f.fix and "vllm serve --max-lora-rank 64" in f.fix
 
 
 def test_the_sentence_forms_of_a_bound():
