@@ -232,3 +232,55 @@ def test_a_frameless_tensor_dimension_value_is_no_refused_setting():
         "ValueError: shard_dim=0 is not a valid data dimension for a 3D tensor (expected 1 or 2)\n"
     )
     assert rules == [("TRI003", "warning")]
+
+
+# -- a catalogue entry that names its frame, placed by the index in a log without frames ----------
+
+QUANTIZED = (
+    "ValueError: You cannot perform fine-tuning on purely quantized models. Please attach trainable adapters "
+    "on top of the quantized model to correctly perform fine-tuning. Please see: "
+    "https://huggingface.co/docs/transformers/peft for more details\n"
+)
+
+
+def _frame_only_entry(monkeypatch, frames):
+    """The catalogue's quantized-model entry found only by its ``raised`` (exception, message,
+    frames): no symptom of it is read, so its frame is what locates it."""
+    import dataclasses
+
+    from envdoctor.triage import catalogue, structural
+
+    entry = next(e for e in structural._entries() if e.id == "fine-tuning-a-purely-quantized-model")
+    entry = dataclasses.replace(
+        entry, symptoms=(), symptom_decides=False, raised=("ValueError", "purely quantized", frames)
+    )
+    monkeypatch.setattr(structural, "_entries", lambda: [entry])
+    monkeypatch.setattr(catalogue, "_entries", lambda: [])
+    catalogue.catalogue.cache_clear()
+
+
+def test_a_frame_entry_matches_a_frameless_log_the_index_places_at_its_frame(monkeypatch):
+    _frame_only_entry(
+        monkeypatch, (("transformers", "trainer.py", "__init__"), ("transformers", "trainer_utils.py", ""))
+    )
+    try:
+        found = [f for f in _all(QUANTIZED) if f.rule == "TRI011"]
+        assert len(found) == 1
+        assert "placed by its message" in found[0].message and "Trainer.__init__" in found[0].message
+        assert found[0].evidence["located_by"] == "raise-site index"
+    finally:
+        from envdoctor.triage import catalogue
+
+        monkeypatch.undo()
+        catalogue.catalogue.cache_clear()
+
+
+def test_a_frame_entry_stays_off_a_frameless_log_placed_elsewhere(monkeypatch):
+    _frame_only_entry(monkeypatch, (("transformers", "trainer.py", "__init__"),))  # not trainer_utils.py's
+    try:
+        assert not any(f.rule == "TRI011" for f in _all(QUANTIZED))
+    finally:
+        from envdoctor.triage import catalogue
+
+        monkeypatch.undo()
+        catalogue.catalogue.cache_clear()
