@@ -48,6 +48,7 @@ class Knowledge:
         "peft_gradient_checkpointing": "peft_gradient_checkpointing.yaml",
         "resume_torch_load": "resume_torch_load.yaml",
         "yaml_string_keys": "yaml_string_keys.yaml",
+        "refused_settings": "refused_settings.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

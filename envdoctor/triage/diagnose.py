@@ -850,6 +850,10 @@ def diagnose(
                 found = diagnose_failure(again, log)
                 if found is not None:
                     break
+        if found is None and head:
+            from envdoctor.triage.bounds import refused_setting
+
+            found = refused_setting(head, log, first)  # a setting refused with its bound (TRI039)
         if found is None and first is not None:
             from envdoctor.triage.structural import later_shadow
 

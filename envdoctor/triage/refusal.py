@@ -38,16 +38,17 @@ The finding names the package, the options the message names and the fix the mes
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.knowledge import knowledge
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.raisesites import Bound, locate_tb, release_bound, standing
 from envdoctor.triage.raisesites import message as continued
+from envdoctor.triage.settings_known import engine_options as _engine_options
+from envdoctor.triage.settings_known import setters as _setters
+from envdoctor.triage.settings_known import setting
 from envdoctor.triage.traceback import PACKAGES, Traceback
 
 RULE = "TRI012"
@@ -407,7 +408,36 @@ def _guard_placed(loc: Any, tb: Traceback, text: str) -> bool:
         return False
     if all(_CONFIG_CHECK.search(x.function) for x in loc.sites):
         return True
+    if _as_framed(loc, tb, text):
+        return True
     return tb.name == "NotImplementedError" and bool(_own_fix(text)) and bool(_options(text))
+
+
+def _as_framed(loc: Any, tb: Traceback, text: str) -> bool:
+    """A log that shows no frame, whose whole message the index places in one stack package's
+    ``raise`` of the exception's own class: read as the frame that raises it would be
+    (``_raised_in_guard``: the answer a traceback with that frame gets, with its severity). A
+    ``raise ValueError`` of a refusal that names a setting ("DeepSpeed Zero-3 is not compatible with
+    `low_cpu_mem_usage=True` or with passing a `device_map`", transformers' from_pretrained); an
+    ``assert`` (a data structure's invariant: "must have identical batch size") is not, nor a
+    ``NotImplementedError`` (a path not written for the data's value: "Reward function is not
+    implemented for data_source=''"; ``_guard_placed`` asks it for a fix of its own), nor a
+    value its template formats that is no setting envdoctor knows (``bounds.setting``)."""
+    if not (
+        not tb.frames
+        and tb.name == "ValueError"
+        and loc.complete
+        and loc.package in set(PACKAGES.values())
+        and loc.package not in _NOT_CONFIG_PACKAGES
+        and all(x.exc == tb.name for x in loc.sites)
+    ):
+        return False
+    named = [o.split("=", 1)[0] for o in _options(text)]
+    # a name the raise formats in ("shard_dim=0 is not a valid data dimension") is a value the
+    # function was handed, a setting only where envdoctor knows it as one; one its template
+    # spells out is what the check refuses
+    formatted = {n for x in loc.sites for n in x.names}
+    return bool(named) and all(n not in formatted or setting(n) is not None for n in named)
 
 
 def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
@@ -576,45 +606,6 @@ def package_refusal(tb: Traceback, m: Match, log: Log) -> Draft | None:
 
 
 # -- vLLM's config validation ---------------------------------------------------------------------
-
-
-def _engine_options() -> dict[str, Any]:
-    table = knowledge().vllm.get("engine_options")
-    return table if isinstance(table, dict) else {}
-
-
-def _setters(field: str, log: Log, context: Sequence[str]) -> list[str]:
-    """Where the run sets vLLM's ``field``: the engine argument, and each stack's option
-    (``engine_options.setters``) where the log shows that stack (TRL's always: GRPO's stack)."""
-    kb = log.ctx.kb if log.ctx is not None else knowledge()
-    shown = "\n".join([*context, log.head[:65536].decode("utf-8", "replace")])
-    out = [f"vLLM's engine argument {field} (LLM({field}=…), vllm serve --{field.replace('_', '-')})"]
-    for s in _engine_options().get("setters", []):
-        stack = str(s.get("stack", ""))
-        if stack != "trl" and not any(x in shown for x in s.get("shows", [])):
-            continue
-        renamed = list((s.get("renamed") or {}).get(field, []))
-        if stack == "trl":
-            keys = [k for k in [*renamed, str(s.get("colocate", "")).format(field=field)] if kb.config_key(k)]
-            serve = any(
-                field in (a.get("args") or {}) or field in (a.get("added") or {}) for a in _serve_args(kb)
-            )
-            said = [f"GRPOConfig {keys[0]}"] if keys else []
-            said += [str(s.get("server", "")).format(field=field)] if serve else []
-            if said:
-                out.append("TRL: " + " / ".join(said))
-            continue
-        fields = s.get("fields")
-        if fields and field not in fields and not renamed:
-            continue
-        out.append(f"{stack}: " + (renamed[0] if renamed else str(s.get("option", "")).format(field=field)))
-    return out
-
-
-def _serve_args(kb: Any) -> list[dict[str, Any]]:
-    server = kb.trl.get("vllm_server") or {}
-    args = server.get("vllm_serve_args") if isinstance(server, dict) else None
-    return [a for a in args or [] if isinstance(a, dict)]
 
 
 def vllm_validation(tb: Traceback, m: Match, log: Log) -> Draft | None:

@@ -81,6 +81,28 @@ def _line_refused(e: Any, tb: Traceback) -> bool:
     return not any(s.found_in(line) for s in symptoms)
 
 
+def _placed_at(tb: Traceback, log: Log, frames: tuple[tuple[str, str, str], ...]) -> str:
+    """Where the raise-site index places ``tb``'s whole message, in a log that shows no frame,
+    when every raise that prints it is one of an entry's frames (package, file ending, function):
+    the frame a traceback would show ("" where it shows frames, the index does not place it
+    whole, or a raise lies elsewhere)."""
+    if not frames or any(t.frames for t in tb.all()):
+        return ""
+    from envdoctor.triage.raisesites import locate_tb
+
+    loc = locate_tb(tb, log)
+    if loc is None or not loc.complete:
+        return ""
+    fits = all(
+        any(
+            x.package == p and (not file or x.module.endswith(file)) and (not fn or x.function.endswith(fn))
+            for p, file, fn in frames
+        )
+        for x in loc.sites
+    )
+    return f"{loc.package} ({loc.places()})" if fits else ""
+
+
 def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """A catalogue entry located by its exception, message and frames (module docstring, 1)."""
     from envdoctor.triage.classes import _unshown_bounds, _versions_verdict, versionless
@@ -99,6 +121,8 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
         if _line_refused(e, tb):
             continue  # the entry spells out its exception's line, and this one is another
         held = _holds(tb, frames)
+        if held is None and _placed_at(tb, log, frames):
+            held = True  # no frame shown: the raise-site index places its message at the entry's frame
         if held is False:
             continue
         verdict, detail = _versions_verdict(e.packages, log)
@@ -120,7 +144,14 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
         ),
         None,
     )
-    shown = f"raised in {_frame_text(frame)}" if held and frame else "the log shows no frame of it"
+    placed = _placed_at(tb, log, e.raised[2]) if held and frame is None else None
+    shown = (
+        f"raised in {_frame_text(frame)}"
+        if held and frame
+        else f"raised in {placed} (placed by its message in envdoctor's raise-site index; no frame shown)"
+        if placed
+        else "the log shows no frame of it"
+    )
     d = finding(
         "TRI011",
         [m],
@@ -131,7 +162,7 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
         sources=list(e.sources),
         versions_match=verdict,
         unshown_bounds=_unshown_bounds(e.packages, log),
-        located_by="frames" if held else "exception and versions",
+        located_by="raise-site index" if placed else "frames" if held else "exception and versions",
     )
     # the log's releases are the entry's, or its own frame raised what the entry says and its
     # cause does not hinge on releases the log hides (classes.versionless)
