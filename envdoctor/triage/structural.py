@@ -81,6 +81,16 @@ def _line_refused(e: Any, tb: Traceback) -> bool:
     return not any(s.found_in(line) for s in symptoms)
 
 
+def _symptom_line(e: Any, tb: Traceback) -> bool:
+    """Whether the exception's line is one of the entry's symptoms (an entry without symptoms: yes).
+    A log without frames has only its message: the raise-site index says which function raised it,
+    and a function raises several messages (``convert_to_tensors``: unequal lengths, and a slow
+    tokenizer's overflowing tokens), so the placement counts only for the entry's own line."""
+    symptoms = getattr(e, "symptoms", ())
+    line = f"{tb.name}: {tb.message}"[:2000]
+    return not symptoms or any(s.found_in(line) for s in symptoms)
+
+
 def _placed_at(tb: Traceback, log: Log, frames: tuple[tuple[str, str, str], ...]) -> str:
     """Where the raise-site index places ``tb``'s whole message, in a log that shows no frame,
     when every raise that prints it is one of an entry's frames (package, file ending, function):
@@ -121,7 +131,7 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
         if _line_refused(e, tb):
             continue  # the entry spells out its exception's line, and this one is another
         held = _holds(tb, frames)
-        if held is None and _placed_at(tb, log, frames):
+        if held is None and _symptom_line(e, tb) and _placed_at(tb, log, frames):
             held = True  # no frame shown: the raise-site index places its message at the entry's frame
         if held is False:
             continue
