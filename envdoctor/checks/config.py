@@ -979,7 +979,7 @@ def config_key_typo(ctx: Context) -> Iterator[Hit]:
                 config_class=other.name,
             )
             continue
-        why = unchecked or (_foreign_program(ctx) if origin == "command line" else "")
+        why = unchecked or (_foreign_program(ctx) or _options_unseen(ctx) if origin == "command line" else "")
         if why:  # the script that may declare `key` was not read: a typo is not proved
             yield hit(
                 f"`{key}` ({origin}): not checked, as no field of GRPOConfig, TrainingArguments or "
@@ -1113,6 +1113,21 @@ def _not_parsed(ctx: Context, keys: list[str], ta_keys: set[str]) -> Iterator[Hi
             key=key,
             parses=list(script.parses),
         )
+
+
+def _options_unseen(ctx: Context) -> str:
+    """Why a command-line key may be the script's own option although envdoctor saw no flag of it
+    declared: the script was not read, or its parser takes options envdoctor does not see ("" when
+    every option was seen)."""
+    script = ctx.plan.script
+    if script is not None and script.problem:
+        return _script_said(ctx)  # absent, or not Python: the options it declares are not known
+    if script is None or not script.flags_open:
+        return ""
+    return (
+        f" ({script.path} adds options envdoctor does not read: its parser is handed to code of "
+        "another module, or an option's name is computed)"
+    )
 
 
 def _foreign_program(ctx: Context) -> str:

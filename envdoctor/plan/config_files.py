@@ -22,9 +22,20 @@ from envdoctor.parsing import (  # noqa: F401  (re-exported)
 )
 
 
+def _run_record(data: dict[str, Any]) -> bool:
+    if "wandb_version" in data or "_wandb" in data:
+        return True
+    values = [v for k, v in data.items() if not str(k).startswith("_")]
+    return len(values) >= 3 and all(isinstance(v, dict) and "value" in v and len(v) <= 2 for v in values)
+
+
 def kind_of(data: dict[str, Any]) -> str:
-    """``"accelerate"``, ``"grpo"`` or ``"unknown"``, by the keys a config holds."""
+    """``"accelerate"``, ``"grpo"`` or ``"unknown"``, by the keys a config holds; a record of a
+    run (``"run-record"``) is no config: Weights & Biases' ``wandb/run-*/files/config.yaml`` holds
+    each key as ``{value: …, desc: …}`` (and ``wandb_version`` / ``_wandb``)."""
     keys = set(data)
+    if _run_record(data):
+        return "run-record"
     acc, grpo = len(keys & ACCELERATE_KEYS), len(keys & GRPO_KEYS)
     if "compute_environment" in keys or "distributed_type" in keys or acc > grpo:
         return "accelerate"

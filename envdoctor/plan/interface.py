@@ -131,6 +131,9 @@ class TrainingScript:
     refused: dict[str, str] = field(default_factory=dict)
     parses: tuple[str, ...] | None = None  # TRL's dataclasses it parses, when all it parses was read
     unread: tuple[str, ...] = ()  # classes it parses that envdoctor could not read (imported from afar)
+    #: its argparse parser is handed to code envdoctor does not read (``add_bool_arg(parser, …)``
+    #: from another module, ``parents=``) or names options it computes: it has more options than seen
+    flags_open: bool = False
     #: it starts vLLM inside the training process by design (Unsloth's fast_inference=True): where
     vllm_in_process: str | None = None
     #: it imports such a trainer but whether it asks for vLLM in-process was not seen: why

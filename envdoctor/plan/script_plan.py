@@ -47,6 +47,7 @@ def read_training_script(
         options=decl.closed_options,
         parses=decl.closed_parses,
         unread=decl.unresolved,
+        flags_open=decl.dynamic_flags,
         model_by_name=decl.model_by_name,
         model_split=decl.model_split,
         # Unsloth rewrites TRL's trainers and configs when it is imported (unsloth/models/rl.py)

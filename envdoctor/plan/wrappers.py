@@ -183,6 +183,26 @@ class Peeled:
         return f"{self.tasks} cop{'y' if self.tasks == 1 else 'ies'}{where}"
 
 
+#: an interpreter held in a shell variable: ``"$PY" train.py``, ``$PYTHON_BIN -u train.py``,
+#: ``${PYTHON:-python3} train.py`` (the variable's name says python, or its default is a python)
+_PYTHON_VARIABLE = re.compile(
+    r"\$\{?(?:PY|PYTHON)(?:_?[A-Z0-9]{1,12})?\}?|\$\{(?:PY|PYTHON)(?:_?[A-Z0-9]{1,12})?:?-[^}]*\}"
+    r"|\$\{[A-Za-z_]\w{0,40}:?-(?:[^}\s]*/)?python[0-9.]*\}"
+)
+
+
+def _python_variable(toks: list[str]) -> bool:
+    """Whether ``toks`` run a ``.py`` script (or ``-m`` module) with an interpreter held in a
+    shell variable (a variable of another name, ``$LAUNCHER train.py``, may hold a launcher: not
+    this)."""
+    if not _PYTHON_VARIABLE.fullmatch(toks[0]):
+        return False
+    if "-m" in toks[1:3]:
+        return True  # `$PY -m pkg.train`, `$PY -u -m pkg.train`
+    rest = [t for t in toks[1:] if not t.startswith("-")]
+    return bool(rest) and rest[0].endswith(".py")
+
+
 def _count(value: str | None) -> int | None:
     if value is None or not re.fullmatch(r"\d{1,6}", value.strip()):
         return None
@@ -399,6 +419,8 @@ def peel(tokens: list[str], env: dict[str, str]) -> Peeled:
             toks = ["python", "-m", module, *toks]
         if p.unresolved:
             break
+    if toks and _python_variable(toks):
+        toks = ["python", *toks[1:]]  # the interpreter a script keeps in a variable runs a .py file
     if toks and toks[0].startswith("$") and not p.unresolved:
         p.unresolved = f"`{toks[0]}` is a shell variable envdoctor does not expand"
     p.command = toks
