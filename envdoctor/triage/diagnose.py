@@ -223,6 +223,7 @@ def _oom(ms: list[Match], log: Log) -> list[Draft]:
                 unseen=not frames(gms[0]) and log.lines <= 3 and not colocated and shared_index is None,
                 trainer=trainer,
                 form=forms[key],
+                engine_beside=engine_beside(log),
             ),
             context=list(gms[0].context),
         )
@@ -267,6 +268,22 @@ def _with_continuation(m: Match, log: Log) -> str:
 
 
 _CONTINUATION_STOP = re.compile(r"[\w.]{1,80}(?:Error|Exception): ")
+
+
+#: a run that colocates an inference engine with training in processes of its own: verl's hybrid
+#: engine (``actor_rollout_ref.hybrid_engine=True``), OpenRLHF's ``--colocate_all_models`` /
+#: ``--vllm_enable_sleep``, a colocated vLLM / SGLang test or config of SkyRL and the like
+_ENGINE_BESIDE = re.compile(
+    rb"(?i)hybrid_engine\W{0,3}(?:=|:)\s{0,3}true|colocate_all(?:_models)?\b"
+    rb"|colocat[a-z]{0,10}[^\n]{0,200}?(?<![a-z])(?:vllm|sglang)(?![a-z])"
+    rb"|(?<![a-z])(?:vllm|sglang)(?![a-z])[^\n]{0,200}?colocat[a-z]{0,10}"
+)
+
+
+def engine_beside(log: Log) -> str:
+    """What in the log's head says its run colocates an inference engine with training ("")."""
+    m = _ENGINE_BESIDE.search(log.head[: 4 * 1024 * 1024])
+    return m.group(0).decode("utf-8", "replace")[:120].strip() if m else ""
 
 
 def _colocated(log: Log) -> bool:

@@ -382,6 +382,10 @@ class OomLog:
     unseen: bool = False  # the log shows no frame and nothing of a run: which program OOM'd is not said
     trainer: str | None = None  # the training the log shows (runkind: grpo, offline; None: not said)
     form: Form | None = None  # the message's form (oomforms): who allocated the memory that ran out
+    #: the log names an inference engine colocated with training in processes of its own (verl's
+    #: hybrid engine, OpenRLHF's / SkyRL's colocated vLLM actors, a ``colocate`` test of them):
+    #: what it says, else ""
+    engine_beside: str = ""
 
 
 def _result(cause: str, rule: str, head: str, why: str, fix: str, evidence: dict[str, Any]) -> OomCause:
@@ -692,6 +696,25 @@ def _fragmentation(j: _Judged) -> OomCause | None:
     return j.result("fragmentation", "TRI001", why, fix)
 
 
+def _engine_beside(j: _Judged) -> OomCause | None:
+    """Other processes hold the memory, and the log's run colocates its inference engine with
+    training in processes of its own: they are this job's engines, awake while training allocates,
+    not another tenant (stopping them stops the job)."""
+    if not (j.log.engine_beside and j.busy and not j.vllm_side):
+        return None
+    j.evidence["holders"] = j.holders
+    return j.result(
+        "engine-beside",
+        "TRI001",
+        f"other processes hold {size(j.held_mib)} of it ({', '.join(j.holders)}), and the run colocates "
+        f"its inference engine with training ({j.log.engine_beside}): those are this job's own engine "
+        "processes, holding their gpu_memory_utilization share while training allocates",
+        "put the colocated engines to sleep (vLLM's sleep mode: enable_sleep_mode and sleep() / "
+        "wake_up() around each training phase) before training loads or updates weights, or lower the "
+        "engines' gpu_memory_utilization until training's peak fits beside them",
+    )
+
+
 def _other_process(j: _Judged) -> OomCause | None:
     """Other processes hold the memory (named), or much of it is outside this process's
     allocator with no process list to say whose."""
@@ -744,6 +767,7 @@ CAUSES: tuple[Callable[[_Judged], OomCause | None], ...] = (
     _optimizer_states,
     _colocated_inside,
     _fragmentation,
+    _engine_beside,
     _other_process,
 )
 
