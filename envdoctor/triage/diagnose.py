@@ -774,10 +774,19 @@ def _one_per_line(
     return [d for d in drafts if d.finding.rule != "TRI011" or best.get(d.line) is d]
 
 
+def _warned(m: Match) -> bool:
+    """An exception quoted inside a line that names a warning before it ("Failed to import …:
+    ImportError: …" after "warning"): a run that goes on, not its failure."""
+    if m.signature.id != "quoted-exception":
+        return False
+    at = m.text.find(m.groups.get("exception", "")) if m.groups.get("exception") else -1
+    return "warn" in m.text[: max(at, 0)].lower()
+
+
 def _first_failure(by_sig: Mapping[str, list[Match]], drafts: list[Draft]) -> Match | None:
     """The log's first failing line: an exception not logged as a warning before one that is,
     the root before torch's wrappers (ChildFailedError …), the earlier line first."""
-    lines = [m for ms in by_sig.values() if ms[0].signature.fallback for m in ms]
+    lines = [m for ms in by_sig.values() if ms[0].signature.fallback for m in ms if not _warned(m)]
     lines += [m for d in drafts if d.rejected for m in d.rejected[:1]]
     if not lines:
         return None
@@ -786,6 +795,7 @@ def _first_failure(by_sig: Mapping[str, list[Match]], drafts: list[Draft]) -> Ma
         key=lambda m: (
             warning_line(m),
             any(s in m.text for s in _SECONDARY),
+            m.signature.id == "quoted-exception",  # an exception on a line of its own first
             m.line_no,
             m.signature.id == "failure-line",
         ),

@@ -49,6 +49,7 @@ _PREFIXES = (
     r"|[\w.-]{1,64}[-_]\d{1,4} {1,8}\| "  # docker compose: "vllm-1  | "
     r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
     r"|>{1,8}(?=[ \t])"  # quoted in an e-mail or a markdown reply: "> ValueError: …"
+    r"|E {3,40}(?=\S)"  # pytest's report of the failure: "E   ModuleNotFoundError: …"
     # markdown's bold or code around an exception's line: "**RuntimeError: …**", "`ValueError: …`"
     r"|(?:\*\*|`{1,3})(?=(?:[A-Za-z_]\w{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception)\b)"
 )

@@ -80,6 +80,11 @@ _COLAB_FRAME = re.compile(r"^\[(?P<path>/[^\]\s]{1,1000}\.py)\]\([^)]{0,300}\) i
 _IPY_OLD_FRAME = re.compile(
     r"^(?P<path>[~/][^\s]{0,1000}\.py) in (?P<func><cell line: \d{1,9}>|[\w.<>]{1,200})(?:\(|$)"
 )
+#: pytest's report: ``tests/gpu/utils.py:18: in <module>``, ``…/site-packages/x/y.py:2305: in f``,
+#: the code on the indented line below (a test's own line, ``tests/x.py:218:``, names no function)
+_PYTEST_FRAME = re.compile(
+    r"^(?P<path>[^\s:\"]{1,1000}\.py):(?P<line>\d{1,9}):(?: in (?P<func>[\w.<>]{1,200}))?$"
+)
 #: IPython 8's notebook cell (Jupyter): ``Cell In[3], line 1``; its code on the ``----> 1 …`` line
 _IPY_CELL = re.compile(
     r"^Cell (?P<path>In ?\[\d{1,9}\]), line (?P<line>\d{1,9})(?:, in (?P<func>\S{1,200}))?"
@@ -272,6 +277,8 @@ def _frame(body: str) -> Frame | None:
         m = _IPY_OLD_FRAME.match(body)
     if m is None and body.startswith("Cell In"):
         m = _IPY_CELL.match(body)
+    if m is None and ".py:" in body:
+        m = _PYTEST_FRAME.match(body)
     if m is None:
         return None
     path = m.group("path")

@@ -38,6 +38,7 @@ EXCERPTS = {
     "num_generations.log": ("num-generations-too-small", "CFG003", "error"),
     "unused_arguments.log": ("unused-arguments", "CFG001", "error"),
     "unknown_failure.log": ("unrecognized-exception", "TRI003", "warning"),
+    "quoted_exception.log": ("quoted-exception", "TRI003", "warning"),
     "api_drift_attribute.log": ("api-drift-attribute", "TRI009", "error"),
 }
 
