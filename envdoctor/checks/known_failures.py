@@ -17,6 +17,7 @@ from envdoctor.checks.matching import (
     matching,
     runs_grpo,
     script_fact,
+    script_sets,
     version_unknown,
 )
 from envdoctor.checks.registry import Hit, hit, rule
@@ -242,6 +243,33 @@ def known_failure(ctx: Context) -> Iterator[Hit]:
             found = unused_vllm(found, unused)
         yield found
     yield from _patched_away(ctx)
+    yield from _script_sets_away(ctx)
+
+
+def _script_sets_away(ctx: Context) -> Iterator[Hit]:
+    """Failures that are a missing attribute the training script assigns itself (``when.
+    unless_script_sets``: ``model.warnings_issued = {}`` before building the trainer): info."""
+    from envdoctor.knowledge import checkable_failures
+
+    script = ctx.plan.script
+    if script is None or script.problem or not script.attr_writes:
+        return
+    for failure in checkable_failures():
+        if not failure.unless_script_sets or failure.rule is not None or failure.triage_only:
+            continue
+        found = script_sets(ctx, failure)
+        if found is None or not matches(ctx, replace(failure, unless_script_sets=())):
+            continue
+        attr, where = found
+        yield hit(
+            f"{_stack(ctx, failure)}: {failure.title} ({_thread(failure)}); the training code sets "
+            f"{attr} itself ({where}), so the run escapes it",
+            fix=f"nothing while {where} sets {attr}; without it: {failure.fix}",
+            severity="info",
+            id=failure.id,
+            kind=failure.kind,
+            references=list(failure.sources),
+        )
 
 
 def _modified_said(ctx: Context, failure: KnownFailure) -> str:

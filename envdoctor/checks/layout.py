@@ -282,8 +282,12 @@ def _one_process_outcome(
     refuses: bool | None,
     fit: ReplicaFit | None = None,
 ) -> str:
-    """What TRL ``trl`` does with one process that sees several GPUs (LAY003's message)."""
+    """What TRL ``trl`` does with one process that sees several GPUs (LAY003's message), naming
+    the TRL trainer the script builds (TRL's refusal names ``type(self).__name__``)."""
     n = ctx.layout.process_gpus
+    script = ctx.plan.script
+    other = script.trl_other_trainer if script is not None and not script.problem else None
+    trainer = other.split(", ")[0] if other else "GRPOTrainer"
     said = release_said("trl", trl, ctx.kb)  # past the horizon: the newest release it knows
     if fit is not None:
         return (
@@ -303,7 +307,7 @@ def _one_process_outcome(
         )
     if splits:
         obj = (
-            f'{said} refuses a model object the script builds at init ("GRPOTrainer does'
+            f'{said} refuses a model object the script builds at init ("{trainer} does'
             ' not support `nn.DataParallel`")'
             if refuses
             else f"{said} lets transformers.Trainer silently wrap a model object the script "
@@ -311,7 +315,7 @@ def _one_process_outcome(
             "memory later)"
         )
         return (
-            f"{obj}; a model passed to GRPOTrainer by name or path is instead split over "
+            f"{obj}; a model passed to {trainer} by name or path is instead split over "
             f'all {n} GPUs{victims if refuses else ""} (device_map="auto") and trains one'
             " GPU at a time"
         )
@@ -867,6 +871,24 @@ def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
     if need is None:
         return
     trl, launch = ctx.version("trl"), ctx.plan.server
+    script = ctx.plan.script
+    patched = script.client_patched if script is not None and not script.problem else None
+    if patched and launch is not None and launch.launcher == "vllm-serve":
+        yield hit(
+            f"the server line runs vLLM's own `vllm serve`, which {release_said('trl', trl, ctx.kb)}'s "
+            f"client does not talk to ({need['why']}); the training script replaces the client's "
+            f"calls ({patched}), so it speaks to the server its own way: check that what it calls "
+            "(an OpenAI route such as /v1/completions) is what this server serves",
+            fix=(
+                "nothing while the training script replaces the client's calls; without those "
+                f"patches: {_as_trl_serve(ctx, launch)}"
+            ),
+            severity="info",
+            trl=trl,
+            server="vllm serve",
+            client_patched=patched,
+        )
+        return
     if launch is not None and launch.launcher == "vllm-serve":
         if need["server"] == "trl-vllm-serve":
             yield hit(
@@ -905,6 +927,8 @@ def server_kind_mismatch(ctx: Context) -> Iterator[Hit]:
             missing=sorted({*env_missing, *opts_missing, *advised}),
         )
         return
+    if patched:
+        return  # the script's own client calls: TRL's routes are not what it asks the server for
     health = server_health(ctx)
     if health is None or not health.ok:
         return  # nothing to ask (LAY008 reports a server that does not answer)

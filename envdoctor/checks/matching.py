@@ -227,6 +227,8 @@ def matches(ctx: Context, failure: KnownFailure) -> bool:
         return False
     if failure.unless_imported and imported_escape(ctx, failure) is not None:
         return False  # KNF001 says it as info
+    if failure.unless_script_sets and script_sets(ctx, failure) is not None:
+        return False  # KNF001 says it as info
     for key, wanted in failure.launch.items():
         if not _launch_holds(ctx, key, wanted):
             return False
@@ -293,6 +295,20 @@ def _declared_may_be(ctx: Context, name: str, spec: str) -> bool:
         versions.satisfies(b, declared) is not False and versions.satisfies(b, spec) is not False
         for b in bounds
     )
+
+
+def script_sets(ctx: Context, failure: KnownFailure) -> tuple[str, str] | None:
+    """The attribute of ``when.unless_script_sets`` the training script read (or a repository
+    module it imports) assigns on an object, and where (``model.warnings_issued = {}`` in
+    train.py:264); None where it assigns none, or was not read."""
+    script = ctx.plan.script
+    if script is None or script.problem:
+        return None
+    for attr in failure.unless_script_sets:
+        where = script.attr_writes.get(attr)
+        if where:
+            return attr, where
+    return None
 
 
 def imported_escape(ctx: Context, failure: KnownFailure) -> str | None:

@@ -82,6 +82,7 @@ _WHEN_KEYS = {
     "unless_env",
     "unless_config",
     "unless_imported",
+    "unless_script_sets",
     "data",
     "trainer",
     "facts",
@@ -174,6 +175,9 @@ class KnownFailure:
     #: library -> releases (PEP 440) that patch the failure away when the training script imports
     #: it (Unsloth aliases vLLM's removed GuidedDecodingParams on import): the run escapes it
     unless_imported: dict[str, str] = field(default_factory=dict)
+    #: attributes whose absence is the failure: a training script (or a repository module it
+    #: imports) that assigns one on an object (``model.warnings_issued = {}``) escapes it
+    unless_script_sets: tuple[str, ...] = ()
     triage_only: bool = False  # its trigger is invisible before the run: triage reads it, check does not
     #: conditions on the training data (in words) that must also hold and that envdoctor cannot
     #: see before the run: ``check`` reports the entry as advice (info), naming them
@@ -455,6 +459,14 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
             f"{where}.when.unless_imported: expected a mapping of a library to the PEP 440 "
             "releases of it that patch the failure away"
         )
+    script_sets = (entry.get("when") or {}).get("unless_script_sets") or []
+    if not isinstance(script_sets, list) or not all(
+        isinstance(a, str) and a.isidentifier() for a in script_sets
+    ):
+        raise KnownFailuresError(
+            f"{where}.when.unless_script_sets: expected a list of attribute names the training "
+            "script may assign to escape the failure"
+        )
     data = (entry.get("when") or {}).get("data") or []
     if not isinstance(data, list) or not all(isinstance(d, str) and d.strip() for d in data):
         raise KnownFailuresError(f"{where}.when.data: expected a list of conditions on the data, in words")
@@ -537,6 +549,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         unless_env=unless_env,
         unless_config=unless_config,
         unless_imported={_norm(str(k)): str(v) for k, v in imported.items()},
+        unless_script_sets=tuple(script_sets),
         symptoms=_symptoms(entry.get("symptoms"), where, kind == "silent-wrong", eager),
         cause=str(_text(entry, "cause", where)),
         fix=str(_text(entry, "fix", where)),
@@ -654,6 +667,7 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields["likely_config"] = {k: tuple(v) for k, v in fields.get("likely_config", {}).items()}
     fields["likely_facts"] = tuple(fields.get("likely_facts", ()))
     fields["facts"] = tuple(fields.get("facts", ()))
+    fields["unless_script_sets"] = tuple(fields.get("unless_script_sets", ()))
     fields["reads"] = tuple(fields.get("reads", ()))
     fields["read_fixes"] = tuple(tuple(p) for p in fields.get("read_fixes", ()))
     fields["program_fixes"] = tuple(tuple(p) for p in fields.get("program_fixes", ()))

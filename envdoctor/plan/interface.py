@@ -251,6 +251,15 @@ class TrainingScript:
     #: names the files read assign onto a module they import, ``module:name`` -> where
     #: (``torch.distributed.fsdp:FSDPModule`` -> ``train.py:38``): a stand-in for an older release
     stubs: dict[str, str] = field(default_factory=dict)
+    #: attribute name -> where the files read first assign it on an object (``model.
+    #: warnings_issued = {}`` in train.py:264, or ``setattr``): a catalogue entry's
+    #: ``when.unless_script_sets`` escape
+    attr_writes: dict[str, str] = field(default_factory=dict)
+    #: where it (or a repository module it imports) replaces TRL's VLLMClient calls: methods
+    #: assigned onto the class (``VLLMClient.{init_communicator, generate} replaced in
+    #: scripts/train_grpo.py:54``) or a subclass handed a trainer as its ``vllm_client``: it talks
+    #: to the server its own way (a plain ``vllm serve`` may be the server it means)
+    client_patched: str | None = None
     #: where it reads its config file into plain data itself (``yaml.safe_load in train.py:19``)
     #: while every GRPOConfig(...) call names its keywords: the file's keys reach GRPOConfig only
     #: through those keywords (``trl_config_keys``); None otherwise

@@ -72,6 +72,8 @@ def read_training_script(
         engine_start=decl.engine_start,
         server_start=decl.server_start,
         stubs=dict(decl.stubs),
+        attr_writes=dict(decl.attr_writes),
+        client_patched=decl.client_patched,
         builds_trainer=decl.builds_trainer,
         reads_command_line=decl.reads_command_line,
         reads_config=bool(
@@ -115,6 +117,8 @@ def read_training_script(
         plan.script.consumed = dict(decl.consumed)
     plan.script.own_reads = dict(decl.own_reads)
     plan.script.attn_requests = tuple(decl.attn_requests)
+    if plan.script.model_split != "spread" and _split_by_flags(decl.split_flags, script_cfg):
+        plan.script.model_split = "spread"  # ``--device_map auto`` (or its default) on one process
     given: dict[str, Any] = {}
     if decl.in_process_calls:
         _in_process(plan.script, decl, flag_values(decl, trainer.script_args)[0])
@@ -237,3 +241,16 @@ def _in_process(script: TrainingScript, decl: Any, given: dict[str, Any]) -> Non
         # every loader call read leaves vLLM off: literally, by a flag's value, or by the
         # loader's default (the keyword left out)
         script.vllm_in_process_off = off[0]
+
+
+def _split_by_flags(flags: tuple[tuple[str, str | None], ...], given: dict[str, Any]) -> bool:
+    """Whether a loader's ``device_map=args.<name>`` reads a map that spreads the model over the
+    visible GPUs (``auto``, ``balanced``): the launch line's value of the option, else its
+    default (``ScriptDecl.split_flags``)."""
+    from envdoctor.plan.script_reader import SPREAD_MAPS
+
+    for name, default in flags:
+        value = given.get(name, given.get(name.replace("_", "-"), default))
+        if isinstance(value, str) and value.strip("'\"") in SPREAD_MAPS:
+            return True
+    return False

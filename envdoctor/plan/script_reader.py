@@ -285,6 +285,14 @@ class ScriptDecl:
     #: names the files read assign onto a module they import (``_fsdp.FSDPModule = Stub``) as
     #: ``module:name`` -> where: a stub that stands in for what an older release of it lacks
     stubs: dict[str, str] = field(default_factory=dict)
+    #: attribute name -> where the files read first assign it on an object (``model.
+    #: warnings_issued = {}`` in train.py:264; ``setattr(model, "warnings_issued", …)``)
+    attr_writes: dict[str, str] = field(default_factory=dict)
+    #: where the files read replace TRL's VLLMClient calls (``_client_patched``), None for none
+    client_patched: str | None = None
+    #: the options a loader's ``device_map=args.<name>`` reads: (name, its text default or None);
+    #: the launch line's value or that default decides whether the model is split
+    split_flags: tuple[tuple[str, str | None], ...] = ()
     #: where the script or a module it imports reads a config file into plain data itself
     #: (``yaml.safe_load in train.py:19``), None when none does
     self_load: str | None = None
@@ -502,6 +510,17 @@ class SourceFacts:
     #: name -> (the function it is bound to a call of, line): ``cfg = vf.grpo_defaults(...)``
     made: dict[str, tuple[str, int]] = field(default_factory=dict)
     sets: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)  # name.attr = value
+    #: attribute name -> first line it is assigned on any object (``model.warnings_issued = {}``,
+    #: ``self.m.x = …``, ``setattr(model, "warnings_issued", {})``)
+    attr_writes: dict[str, int] = field(default_factory=dict)
+    #: TRL's VLLMClient methods it replaces (``VLLMClient.init_communicator = patched``,
+    #: ``setattr(VLLMClient, "generate", …)``): (method, line); a class deriving from VLLMClient
+    #: that it hands a trainer (``self.vllm_client = MyClient(…)``): (class, line)
+    client_patches: list[tuple[str, int]] = field(default_factory=list)
+    client_classes: dict[str, int] = field(default_factory=dict)  # class X(VLLMClient) -> line
+    client_handed: list[tuple[str, int]] = field(default_factory=list)  # x.vllm_client = C(…)
+    #: class-body fields with a text default (``device_map: str = field(default="auto")``)
+    field_defaults: dict[str, str] = field(default_factory=dict)
     #: from_pretrained(<kw>=…) calls: the keyword's value; a call without it: None (the loader's
     #: default), or an empty ``ast.Starred`` where it spreads a ``**mapping`` (which may pass it)
     loaders: list[tuple[str, int, ast.expr | None]] = field(default_factory=list)
@@ -748,6 +767,12 @@ def _scan(tree: ast.Module, path: str) -> SourceFacts:
     for node in ast.walk(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             prose.add(id(node.value))  # ast.walk reaches the statement before its string
+        written = _attr_written(node)
+        if written and (written in mod.attr_writes or len(mod.attr_writes) < MAX_KEYS):
+            mod.attr_writes.setdefault(written, getattr(node, "lineno", 0))
+        _note_client(mod, node)
+        if isinstance(node, ast.ClassDef) and len(mod.field_defaults) < MAX_KEYS:
+            _field_defaults(node, mod.field_defaults)
         read = _key_read(node)
         if read and (read in mod.key_reads or len(mod.key_reads) < MAX_KEYS):
             lines = mod.key_reads.setdefault(read, [])
@@ -1208,6 +1233,84 @@ def _attn_values(node: ast.expr | None, mod: SourceFacts) -> list[tuple[str, boo
 SPREAD_MAPS = ("auto", "balanced", "balanced_low_0")
 
 
+def _attr_written(node: ast.AST) -> str | None:
+    """The attribute name a node writes onto an object: ``x.attr = …`` (any target: ``self.m.attr``),
+    ``setattr(x, "attr", …)``; None otherwise."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+        return node.attr
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "setattr"
+        and len(node.args) == 3
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None
+
+
+def _note_client(mod: SourceFacts, node: ast.AST) -> None:
+    """Record where the file replaces TRL's VLLMClient calls (``SourceFacts.client_patches``)."""
+    if len(mod.client_patches) + len(mod.client_handed) >= MAX_CALLS:
+        return
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+        owner = _dotted(node.value) or ""
+        if owner.rsplit(".", 1)[-1] == "VLLMClient":
+            mod.client_patches.append((node.attr, node.lineno))
+    elif isinstance(node, ast.Call) and _dotted(node.func) == "setattr" and len(node.args) == 3:
+        owner, name = _dotted(node.args[0]) or "", node.args[1]
+        if owner.rsplit(".", 1)[-1] == "VLLMClient" and isinstance(name, ast.Constant):
+            mod.client_patches.append((str(name.value), node.lineno))
+    elif isinstance(node, ast.ClassDef) and any(
+        (_dotted(b) or "").rsplit(".", 1)[-1] == "VLLMClient" for b in node.bases
+    ):
+        mod.client_classes.setdefault(node.name, node.lineno)
+    elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        made = (_dotted(node.value.func) or "").rsplit(".", 1)[-1]
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and target.attr == "vllm_client" and made:
+                mod.client_handed.append((made, node.lineno))
+
+
+def _flag_default(name: str, mods: list[SourceFacts]) -> str | None:
+    """The text default of the command-line option ``name`` of the files read: an argparse
+    flag's, else a dataclass field's of that name (HfArgumentParser); None when not known."""
+    for mod in mods:
+        flag = mod.flags.get(name)
+        if flag is not None:
+            return flag.default if isinstance(flag.default, str) else None
+    return next((mod.field_defaults[name] for mod in mods if name in mod.field_defaults), None)
+
+
+def _field_defaults(node: ast.ClassDef, out: dict[str, str]) -> None:
+    """The text defaults of a class body's annotated fields (``x: str = "auto"``, ``x: str =
+    field(default="auto")``) into ``out``."""
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value):
+            continue
+        value: ast.expr | None = stmt.value
+        if isinstance(value, ast.Call) and (_dotted(value.func) or "").rsplit(".", 1)[-1] == "field":
+            value = next((k.value for k in value.keywords if k.arg == "default"), None)
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            out.setdefault(stmt.target.id, value.value)
+
+
+def _client_patched(mods: list[SourceFacts]) -> str | None:
+    """Where the files read replace TRL's VLLMClient calls: methods assigned onto it, or a
+    class deriving from it that they hand a trainer as its ``vllm_client``; None for none."""
+    for mod in mods:
+        if mod.client_patches:
+            names = ", ".join(dict.fromkeys(m for m, _ in mod.client_patches))
+            return f"VLLMClient.{{{names}}} replaced in {mod.path}:{mod.client_patches[0][1]}"
+    classes = {name for mod in mods for name in mod.client_classes}
+    for mod in mods:
+        for made, line in mod.client_handed:
+            if made in classes:
+                return f"vllm_client = {made}(…) (a VLLMClient subclass) in {mod.path}:{line}"
+    return None
+
+
 def _device_map(node: ast.expr) -> str:
     """A ``device_map=`` value: "spread" (a map that places the model over the visible GPUs),
     "one" (a single device, or a dict of one), "unknown" (computed: a name, a call, a branch)."""
@@ -1220,6 +1323,8 @@ def _device_map(node: ast.expr) -> str:
     if isinstance(node, ast.Dict) and all(isinstance(v, ast.Constant) for v in node.values):
         devices = {v.value for v in node.values if isinstance(v, ast.Constant)} - {"cpu", "disk"}
         return "spread" if len(devices) > 1 else "one"
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"flag:{node.attr}"  # args.device_map: the flag's value (``ScriptDecl.split_flags``)
     return "unknown"
 
 
@@ -1730,7 +1835,9 @@ def read_script(
         for value, cond, at in _attn_values(node, mod)
     ]
     kinds = {kind for mod in [main, *followed] for _, kind in mod.device_maps}
-    decl.model_split = "spread" if "spread" in kinds else "unknown" if "unknown" in kinds else None
+    flagged = sorted(k[5:] for k in kinds if k.startswith("flag:"))
+    decl.model_split = "spread" if "spread" in kinds else "unknown" if "unknown" in kinds or flagged else None
+    decl.split_flags = tuple((name, _flag_default(name, [main, *followed])) for name in flagged)
     decl.self_loaded = _self_loaded(main, script, res, followed)
     decl.self_load = next(
         (f"{call} in {m.path}:{line}" for m in [main, *followed] for call, line in m.file_loads), None
@@ -1759,6 +1866,10 @@ def read_script(
             notebook = script.suffix == ".ipynb" or _without_magics(data) is not None
             decl.engine_start = read_engine_start(script, tree, label, res.tree, res.locate, notebook)
     decl.stubs = _module_stubs([main, *followed])
+    for mod in [main, *followed]:
+        for attr, line in mod.attr_writes.items():
+            decl.attr_writes.setdefault(attr, f"{mod.path}:{line}")
+    decl.client_patched = _client_patched([main, *followed])
     decl.builds_trainer = next(
         (
             f"{func}(...) in {mod.path}:{line}"
