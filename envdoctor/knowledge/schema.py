@@ -102,6 +102,24 @@ def _optional_features(name: str, data: dict[str, Any]) -> None:
         _refs(row, where)
 
 
+def _yaml_string_keys(name: str, data: dict[str, Any]) -> None:
+    """CFG013's table: the words YAML 1.1 reads as a boolean / None, and per config key its type,
+    the values it accepts, what a bool / None does there, and the source that says so."""
+    words = data.get("words")
+    if not isinstance(words, dict) or not all(isinstance(words.get(k), list) for k in ("bool", "null")):
+        raise KnowledgeError(f"{name}: words needs bool and null lists")
+    keys = data.get("keys")
+    if not isinstance(keys, dict) or not keys:
+        raise KnowledgeError(f"{name}: keys missing")
+    for key, entry in keys.items():
+        where = f"{name}: keys.{key}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            raise KnowledgeError(f"{where}: needs type (the field's type)")
+        if not isinstance(entry.get("accepted"), list) or not entry["accepted"]:
+            raise KnowledgeError(f"{where}: needs accepted (the values the field takes)")
+        _refs(entry, where)
+
+
 def validate(name: str, data: Any) -> None:
     """Raise ``KnowledgeError`` unless ``data`` (the parsed file ``name``) fits the schema."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
@@ -110,6 +128,9 @@ def validate(name: str, data: Any) -> None:
         _horizon(name, data)
     if name == "optional_features.yaml":
         _optional_features(name, data)
+    if name == "yaml_string_keys.yaml":
+        _yaml_string_keys(name, data)
+        return
     for i, line in enumerate(data.get("trl_lines", [])):
         where = f"{name}: trl_lines[{i}]"
         _spec(line.get("trl"), f"{where}.trl")
