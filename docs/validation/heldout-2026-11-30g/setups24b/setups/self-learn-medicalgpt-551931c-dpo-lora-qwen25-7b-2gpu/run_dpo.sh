@@ -1,0 +1,31 @@
+CUDA_VISIBLE_DEVICES=0,1 python dpo_training.py \
+    --model_name_or_path 7b2.5_pt2hzsft_merged \
+    --template_name qwen \
+    --train_file_dir data/medical_original/dpotrain_converted \
+    --validation_file_dir data/medical_original/dpoval_converted \
+    --per_device_train_batch_size 4 \
+    --gradient_accumulation_steps 8 \
+    --per_device_eval_batch_size 1 \
+    --do_train \
+    --do_eval \
+    --use_peft True \
+    --max_train_samples -1 \
+    --max_eval_samples -1 \
+    --max_steps 100 \
+    --eval_steps 20 \
+    --save_steps 50 \
+    --max_source_length 1024 \
+    --max_target_length 512 \
+    --output_dir 7bpt2hzsft_dpo_4kdataversion \
+    --target_modules all \
+    --lora_rank 8 \
+    --lora_alpha 16 \
+    --lora_dropout 0.05 \
+    --torch_dtype bfloat16 \
+    --bf16 True \
+    --fp16 False \
+    --device_map auto \
+    --report_to tensorboard \
+    --remove_unused_columns False \
+    --gradient_checkpointing True \
+    --cache_dir ./cache
