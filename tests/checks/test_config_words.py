@@ -91,3 +91,19 @@ def test_the_fix_quotes_the_word_and_the_recheck_is_clean(tmp_path):
     )
     again = run_cli("check", "--format", "json", *args, cwd=tmp_path)
     assert not [f for f in json.loads(again.stdout)["findings"] if f["rule"] == "CFG013"]
+
+
+def test_an_off_strategy_is_fixed_to_the_string_no(tmp_path):
+    """`save_strategy: off` is False; the strategy that means "never" is "no" (a fix that only
+    said "set it to one of …" left the error for the user)."""
+    cfg = tmp_path / "grpo.yaml"
+    cfg.write_text("save_strategy: off\nlogging_strategy: Off\nlearning_rate: 1.0e-6\n")
+    facts = from_dict(snapshot(1, packages=MODERN), "snap")
+    plan = build_plan(config=str(cfg), launch="python train.py", live=False)
+    closure = close(facts, plan, Rerun())
+    assert "CFG013" in closure.fixed
+    assert not [f for f in closure.after if f.rule == "CFG013"]
+    (tmp_path / "facts.json").write_text(json.dumps(snapshot(1, packages=MODERN)))
+    args = ["--facts", "facts.json", "--config", "grpo.yaml", "--", "python", "train.py"]
+    assert run_cli("fix", *args, cwd=tmp_path).returncode == 0
+    assert cfg.read_text() == 'save_strategy: "no"\nlogging_strategy: "no"\nlearning_rate: 1.0e-6\n'
