@@ -44,6 +44,7 @@ from typing import Any
 from envdoctor.findings import Finding, Severity
 from envdoctor.triage.draft import Draft, Log, finding
 from envdoctor.triage.interface import Match
+from envdoctor.triage.pydantic_blocks import blocks
 from envdoctor.triage.raisesites import Bound, locate_tb, release_bound, standing
 from envdoctor.triage.raisesites import message as continued
 from envdoctor.triage.settings_known import engine_options as _engine_options
@@ -139,10 +140,6 @@ _FIX = re.compile(
     r"|\binstead\b"
 )
 _VALIDATION = re.compile(r"\b(?P<n>\d{1,3}) validation errors? for (?P<cls>[A-Za-z_]\w{0,80})")
-_PYDANTIC_TAIL = re.compile(
-    r" ?\[type=(?P<type>[\w.]{1,80})(?:, input_value=(?P<value>.{0,200}?))?"
-    r"(?:, input_type=\w+)?\]\s*$"
-)
 #: the functions where a package checks its configuration (a config's ``__post_init__``, a
 #: trainer's ``__init__``, ``validate_*``): a message placed by the raise-site index alone is a
 #: refusal of the configuration only when raised there, not in a data structure's own assertion
@@ -621,20 +618,19 @@ def vllm_validation(tb: Traceback, m: Match, log: Log) -> Draft | None:
         return None  # another package's pydantic model
     more = _more(log, tb.line_no or m.line_no)
     field, said, value = "", "", ""
-    for line in more:
-        text = line.strip()
-        if re.fullmatch(r"[A-Za-z_][\w.]{0,80}", text):
-            field = text.rsplit(".", 1)[-1]
-            continue
-        if text.startswith("For further information"):
-            continue
-        tail = _PYDANTIC_TAIL.search(text)
-        body = text[: tail.start()].rstrip() if tail else text
-        if tail and tail.group("value") and not tail.group("value").startswith("ArgsKwargs"):
-            value = tail.group("value")
-        said = body.removeprefix("Value error, ").strip()
-        if said:
-            break
+    found = blocks(more)  # pydantic's block after the header: field, words, [type=…, input_value=…]
+    if found and found[0].errors:
+        err = found[0].errors[0]
+        field, said = err.field, err.msg
+        value = "" if err.value.startswith("ArgsKwargs") else err.value
+    else:  # words without pydantic's [type=…] tail (a paste that dropped it)
+        for line in more:
+            text = line.strip()
+            if re.fullmatch(r"[A-Za-z_][\w.]{0,80}", text):
+                field = text.rsplit(".", 1)[-1]
+            elif text and not text.startswith("For further information"):
+                said = text.removeprefix("Value error, ").strip()
+                break
     if not said:
         said = "(the log does not show vLLM's reason: paste the lines after the exception's line)"
     options = _options(said)
