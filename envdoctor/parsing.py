@@ -145,6 +145,33 @@ def implicit_scalars(text: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda f: f["line"])
 
 
+def entry_line(text: str, path: tuple[str, ...]) -> int | None:
+    """The 1-based line of ``path``'s ``key: value`` in a YAML text (keys from the top), where
+    the entry takes that one line (block style, a scalar value on the key's line); None where it
+    is absent, spans lines, sits in a flow mapping, or the text does not compose."""
+    try:
+        loader = _Base(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    for i, name in enumerate(path):
+        if not isinstance(node, yaml.MappingNode) or node.flow_style:
+            return None
+        found = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and str(k.value) == name]
+        if len(found) != 1:
+            return None
+        key, node = found[0]
+        if i == len(path) - 1:
+            end = node.end_mark.line - (1 if node.end_mark.column == 0 else 0)
+            if not isinstance(node, yaml.ScalarNode) or end != key.start_mark.line:
+                return None
+            return int(key.start_mark.line) + 1
+    return None
+
+
 def duplicate_keys(root: yaml.Node) -> list[dict[str, Any]]:
     """Keys given twice in one mapping of a composed YAML document: ``{"key": dotted path,
     "first_line", "last_line" (1-based), "first", "last" (the values as written), "same"}``;

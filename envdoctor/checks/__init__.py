@@ -18,6 +18,7 @@ MODULES = (
     "gpus",
     "layout",
     "layout_launchers",
+    "launcher_deepspeed",
     "layout_server",
     "layout_unused",
     "engine_start",

@@ -77,6 +77,7 @@ INDEX: dict[str, tuple[str, tuple[str, ...]]] = {
     "LAY022": ("engine_start", ()),
     "LAY023": ("layout_server", ("vllm", "trl-layout")),
     "LAY024": ("layout_launchers", ("plan",)),
+    "LAY025": ("launcher_deepspeed", ("plan",)),
     "MEM001": ("memory", ("gpus", "vllm")),
     "MEM002": ("memory", ("gpus",)),
     "MEM003": ("memory", ("gpus", "vllm", "trl-layout")),

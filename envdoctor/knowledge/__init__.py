@@ -49,6 +49,7 @@ class Knowledge:
         "resume_torch_load": "resume_torch_load.yaml",
         "yaml_string_keys": "yaml_string_keys.yaml",
         "refused_settings": "refused_settings.yaml",
+        "accelerate_deepspeed": "accelerate_deepspeed.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

@@ -120,6 +120,23 @@ def _yaml_string_keys(name: str, data: dict[str, Any]) -> None:
         _refs(entry, where)
 
 
+def _accelerate_deepspeed(name: str, data: dict[str, Any]) -> None:
+    """LAY025's table: the release that added accelerate's check, and the deepspeed_config keys
+    it refuses beside a DeepSpeed JSON."""
+    from packaging.version import InvalidVersion, Version
+
+    keys = data.get("deepspeed_config_keys")
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
+        raise KnowledgeError(f"{name}: deepspeed_config_keys needs a list of key names")
+    since = data.get("since")
+    try:
+        if not isinstance(since, str) or not Version(since):
+            raise InvalidVersion
+    except InvalidVersion:
+        raise KnowledgeError(f"{name}: since: {since!r} is not a quoted version") from None
+    _refs(data, name)
+
+
 def validate(name: str, data: Any) -> None:
     """Raise ``KnowledgeError`` unless ``data`` (the parsed file ``name``) fits the schema."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
@@ -130,6 +147,9 @@ def validate(name: str, data: Any) -> None:
         _optional_features(name, data)
     if name == "yaml_string_keys.yaml":
         _yaml_string_keys(name, data)
+        return
+    if name == "accelerate_deepspeed.yaml":
+        _accelerate_deepspeed(name, data)
         return
     for i, line in enumerate(data.get("trl_lines", [])):
         where = f"{name}: trl_lines[{i}]"

@@ -451,7 +451,9 @@ def relaunch(plan: Plan, lines: Sequence[str]) -> Plan:
     from envdoctor.plan.launch import parse_launches
     from envdoctor.script_args import parse_script_args
 
-    new = Plan(config_path=plan.config_path, accelerate=plan.accelerate, accelerate_path=plan.accelerate_path)
+    new = Plan(
+        config_path=plan.config_path, accelerate=dict(plan.accelerate), accelerate_path=plan.accelerate_path
+    )
     new.script_keys = dict(plan.script_keys)
     new.repository_read = plan.repository_read
     new.duplicate_keys = list(plan.duplicate_keys)  # the files are the same files

@@ -280,6 +280,7 @@ def _copy_plan(plan: Plan) -> Plan:
     out = copy.copy(plan)
     out.config = dict(plan.config)
     out.config_origin = dict(plan.config_origin)
+    out.accelerate = dict(plan.accelerate)  # a fix's edit of the accelerate config is the copy's
     out.edited = dict(plan.edited)
     out.duplicate_keys = list(plan.duplicate_keys)
     out.launches = [replace(lx, env=dict(lx.env)) for lx in plan.launches]

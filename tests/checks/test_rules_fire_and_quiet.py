@@ -33,6 +33,10 @@ _DS = (
     '{{"bf16": {{"enabled": "auto"}}, "optimizer": {{"type": "AdamW"}}, '
     '"zero_optimization": {{"stage": {stage}}}}}'
 )
+_ACC_DS_FILE = (
+    "distributed_type: DEEPSPEED\ndeepspeed_config:\n"
+    "  deepspeed_config_file: {tmp}/ds.json\nnum_processes: 2\n"
+)
 _SPLIT = "CUDA_VISIBLE_DEVICES=1 trl vllm-serve --model m ; CUDA_VISIBLE_DEVICES=0 python {tmp}/train.py"
 # an Azure ML command job that runs train.py (plan/launchers): LAY017 / LAY018
 _AML_JOB = (
@@ -411,6 +415,24 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
         {
             "launch": "accelerate launch --num_processes 1 --config_file {tmp}/acc.yaml {tmp}/train.py",
             "files": {"train.py": _TRAIN.format(defs="r = len"), "acc.yaml": "distributed_type: MULTI_GPU\n"},
+        },
+    ),
+    "LAY025": (  # accelerate's DeepSpeedPlugin refuses the config's mixed_precision beside a JSON
+        {
+            "launch": "accelerate launch --config_file {tmp}/acc.yaml {tmp}/train.py",
+            "files": {
+                "train.py": _TRAIN.format(defs="r = len"),
+                "ds.json": _DS.format(stage=2),
+                "acc.yaml": _ACC_DS_FILE + "mixed_precision: bf16\n",
+            },
+        },
+        {
+            "launch": "accelerate launch --config_file {tmp}/acc.yaml {tmp}/train.py",
+            "files": {
+                "train.py": _TRAIN.format(defs="r = len"),
+                "ds.json": _DS.format(stage=2),
+                "acc.yaml": _ACC_DS_FILE,
+            },
         },
     ),
     "CFG009": (
