@@ -18,7 +18,7 @@ from envdoctor import versions
 from envdoctor.checks.context import Context
 from envdoctor.findings import Finding, Severity
 from envdoctor.knowledge import knowledge
-from envdoctor.triage import classes, hostenv, knobs
+from envdoctor.triage import classes, hostenv, knobs, locale_codec
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.confirm import from_log as from_log_of
 from envdoctor.triage.draft import (
@@ -587,6 +587,7 @@ HANDLERS: dict[str, Callable[[list[Match], Log], list[Draft]]] = {
     "dataparallel-replica": classes.dataparallel_replica,
     "cuda-error-under-cap": classes.cuda_error_under_cap,
     "vllm-sampler-warmup-oom": classes.sampler_warmup,
+    "legacy-locale-codec": locale_codec.legacy_codec,
 }
 
 
@@ -776,7 +777,12 @@ def _one_per_line(
 
 def _warned(m: Match) -> bool:
     """An exception quoted inside a line that names a warning before it ("Failed to import …:
-    ImportError: …" after "warning"): a run that goes on, not its failure."""
+    ImportError: …" after "warning"), or closing the traceback Python's logging printed for a
+    record it could not write: a run that goes on, not its failure."""
+    from envdoctor.triage.logging_errors import printed_by_logging
+
+    if printed_by_logging(m):
+        return True
     if m.signature.id != "quoted-exception":
         return False
     at = m.text.find(m.groups.get("exception", "")) if m.groups.get("exception") else -1

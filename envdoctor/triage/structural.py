@@ -1268,6 +1268,10 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
     found = parse(lines[-400:])
     if not found or found[-1].exc_type or not found[-1].frames:
         return None  # the last traceback ends with its exception: not cut
+    from envdoctor.triage.logging_errors import ends_in_call_stack
+
+    if ends_in_call_stack(lines[-400:]):
+        return None  # the caller logging's report names after its traceback: the run went on
     tb = found[-1]
     if not header and (len(tb.frames) < 2 or not _ends_in_frames(lines[-400:])):
         return None  # frames without a header that do not run to the log's end: a quoted stack

@@ -40,6 +40,7 @@ EXCERPTS = {
     "unknown_failure.log": ("unrecognized-exception", "TRI003", "warning"),
     "quoted_exception.log": ("quoted-exception", "TRI003", "warning"),
     "api_drift_attribute.log": ("api-drift-attribute", "TRI009", "error"),
+    "locale_codec.log": ("legacy-locale-codec", "TRI040", "error"),
 }
 
 
