@@ -554,11 +554,11 @@ def _not_installed(v: object) -> bool:
     """The stack's note says the package is not on the training machine: "not installed (…)",
     "not in the uv env (…)", "not used" (a verl / ROLL run: no TRL), "not in requirements.txt (and
     not installed by the notebook)", or another environment's ("==0.23.0 (… in a separate venv;
-    not used by the reported GRPO runs)")."""
+    not used by the reported GRPO runs)", "0.15 (separate ~/.venv, inference only)")."""
     return isinstance(v, str) and bool(
         re.match(r"(?i)\s*not (?:installed|used|in the [\w.-]+ env)\s*(?:$|[(,;:.–-])", v)
         or re.match(r"(?i)\s*not in requirements\S*\s*\((?:and )?not installed\b", v)
-        or re.search(r"(?i)\bin a separate (?:venv|env|environment)\b", v)
+        or re.search(r"(?i)\bseparate \S{0,20}?(?:venv|env|environment)\b", v)
     )
 
 

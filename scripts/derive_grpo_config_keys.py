@@ -47,7 +47,8 @@ REPLACED_BY = {
     "vllm_device": {
         "replaced_by": "vllm_server_host",
         "note": "0.16 stopped starting vLLM inside the trainer (the key stayed, deprecated and ignored, in "
-        "0.16-0.17); generation moved to a `trl vllm-serve` process reached at vllm_server_host:vllm_server_port.",
+        "0.16-0.17); generation moved to a `trl vllm-serve` process reached at "
+        "vllm_server_host:vllm_server_port.",
     },
     "vllm_dtype": {
         "replaced_by": None,
@@ -87,7 +88,8 @@ REPLACED_BY = {
 NOTES = {
     "bf16": {
         "effective_default": {"before_0.19.0": False, "from_0.19.0": "not fp16 (True unless fp16=True)"},
-        "note": "From 0.19.0 TRL re-declares bf16 with default None and __post_init__ turns None into `not fp16`, "
+        "note": "From 0.19.0 TRL re-declares bf16 with default None and __post_init__ turns None into "
+        "`not fp16`, "
         "so GRPO trains in bf16 by default (on CPU pass use_cpu=True, bf16=False). Before 0.19 the "
         "TrainingArguments default (False) applied.",
         "references": [
@@ -170,14 +172,14 @@ def dataclass_fields(src: str, class_name: str | None = None) -> tuple[str | Non
             elif isinstance(value, ast.Call) and ast.unparse(value.func) in ("field", "dataclasses.field"):
                 kw = {k.arg: k.value for k in value.keywords}
                 if isinstance(kw.get("metadata"), ast.Dict):
-                    for mk, mv in zip(kw["metadata"].keys, kw["metadata"].values):
+                    for mk, mv in zip(kw["metadata"].keys, kw["metadata"].values, strict=True):
                         if isinstance(mk, ast.Constant) and mk.value == "help":
                             ok, text = _literal(mv, src)
                             info["help"] = text if ok and isinstance(text, str) else ""
                 if "default" in kw:
                     info["literal"], info["default"] = _literal(kw["default"], src)
                 elif "default_factory" in kw:
-                    info["default"] = "<factory: %s>" % ast.get_source_segment(src, kw["default_factory"])
+                    info["default"] = f"<factory: {ast.get_source_segment(src, kw['default_factory'])}>"
                 else:
                     info["default"] = "<required>"
             else:
@@ -303,7 +305,7 @@ def build_doc(snapshots: list[tuple[Version, str, dict[str, dict]]]) -> dict:
         history = []
         for v, _, f in snapshots:
             if name in f:
-                d = f[name]["default"] if f[name]["literal"] else "<expr: %s>" % f[name]["default"]
+                d = f[name]["default"] if f[name]["literal"] else f"<expr: {f[name]['default']}>"
                 if not history or history[-1]["default"] != d:
                     history.append({"since": fmt(v), "default": d})
         last_info = [f[name] for _, _, f in snapshots if name in f][-1]
@@ -328,12 +330,13 @@ def build_doc(snapshots: list[tuple[Version, str, dict[str, dict]]]) -> dict:
 
     doc = {
         "schema": "envdoctor.knowledge/1",
-        "source": "huggingface/trl release tags v%s..v%s, %s (and %s from 0.29.0, where GRPOConfig "
-        "inherits TRL's base config)" % (versions[0], versions[-1], GRPO_PATH, BASE_PATHS[0]),
+        "source": f"huggingface/trl release tags v{versions[0]}..v{versions[-1]}, {GRPO_PATH} (and "
+        f"{BASE_PATHS[0]} from 0.29.0, where GRPOConfig inherits TRL's base config)",
         "generated_by": "scripts/derive_grpo_config_keys.py (ast parse; nothing imported)",
-        "inherits": "Every transformers.TrainingArguments field is also accepted by GRPOConfig (it subclasses "
-        "TrainingArguments directly up to 0.28.x, through trl's BaseConfig/_BaseConfig from 0.29.0); only fields "
-        "TRL declares itself are listed. overrides_training_arguments marks TRL re-declarations of such fields.",
+        "inherits": "Every transformers.TrainingArguments field is also accepted by GRPOConfig (it "
+        "subclasses TrainingArguments directly up to 0.28.x, through trl's BaseConfig/_BaseConfig from "
+        "0.29.0); only fields TRL declares itself are listed. overrides_training_arguments marks TRL "
+        "re-declarations of such fields.",
         "tags_scanned": [fmt(v) for v in versions],
         "origins": {fmt(v): o for v, o, _ in snapshots if not o.startswith("tag ")},
         "references": [

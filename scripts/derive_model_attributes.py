@@ -49,12 +49,38 @@ COMMON_BASES = {
     "PushToHubMixin",
     "ModuleUtilsMixin",
 }
-_NN_MODULE = (
-    "training forward parameters named_parameters modules named_modules children named_children buffers "
-    "named_buffers state_dict load_state_dict to cuda cpu half float bfloat16 train eval requires_grad_ "
-    "zero_grad apply register_buffer register_parameter add_module get_submodule register_forward_hook "
-    "register_forward_pre_hook register_full_backward_hook"
-).split()
+_NN_MODULE = [
+    "training",
+    "forward",
+    "parameters",
+    "named_parameters",
+    "modules",
+    "named_modules",
+    "children",
+    "named_children",
+    "buffers",
+    "named_buffers",
+    "state_dict",
+    "load_state_dict",
+    "to",
+    "cuda",
+    "cpu",
+    "half",
+    "float",
+    "bfloat16",
+    "train",
+    "eval",
+    "requires_grad_",
+    "zero_grad",
+    "apply",
+    "register_buffer",
+    "register_parameter",
+    "add_module",
+    "get_submodule",
+    "register_forward_hook",
+    "register_forward_pre_hook",
+    "register_full_backward_hook",
+]
 
 
 def _names(cls: ast.ClassDef) -> set[str]:

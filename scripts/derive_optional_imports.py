@@ -76,7 +76,6 @@ _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
 from sibling import load as _load  # noqa: E402
 
-
 frames = _load("derive_frame_index")  # releases and blobs: the same reading of the mirrors
 
 

@@ -39,7 +39,8 @@ release (about 0.5 GB a vLLM wheel; delete them when done)::
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
         --platform manylinux2014_x86_64 --platform any vllm==0.33.0 -d WHEELS/vllm
     python scripts/derive_raise_sites.py --wheels WHEELS/vllm --package vllm --root vllm
-    python scripts/derive_raise_sites.py --wheels WHEELS/transformers --package transformers --root transformers
+    python scripts/derive_raise_sites.py --wheels WHEELS/transformers --package transformers \
+        --root transformers
 
 (vLLM's x86_64 wheels are tagged manylinux1 to 0.11, manylinux_2_31 from 0.12 to 0.19,
 manylinux_2_35 for 0.20, manylinux_2_24 for 0.21 and manylinux_2_28 from 0.22.)
@@ -96,7 +97,6 @@ WILD = "\x00"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts: scripts/sibling.py
 from sibling import load as _load  # noqa: E402
-
 
 frames = _load("derive_frame_index")  # releases, blobs, file listings: one reading of the mirrors
 fixes = _load("derive_fix_history")  # --exclude's rule

@@ -335,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.git:
         git_dir, *commits = args.git
         sources += [Source(git_dir=Path(git_dir), commit=c) for c in commits]
-        refs = [{"repository": REPOSITORY, "commit": c, "url": f"{REPOSITORY}/tree/{c}/stdlib"} for c in commits]
+        refs = [
+            {"repository": REPOSITORY, "commit": c, "url": f"{REPOSITORY}/tree/{c}/stdlib"} for c in commits
+        ]
     if not sources:
         ap.error("give --git GIT_DIR COMMIT… or --dir STDLIB")
     doc = merge([read_source(s) for s in sources])

@@ -68,7 +68,7 @@ def main() -> None:
             found[v] = names
     releases = sorted(found, key=Version)
     table: dict[str, dict[str, str | None]] = {}
-    for i, v in enumerate(releases):
+    for v in releases:
         for name in found[v]:
             table.setdefault(name, {"since": v, "until": None})
         for name, entry in table.items():

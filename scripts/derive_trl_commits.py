@@ -126,7 +126,8 @@ def main() -> None:
         newest = max(d for _, d in items)
         print(" ".join([version, after or "-", newest, *(s for s, _ in items)]))
     print(
-        "# GRPOConfig fields along main, in commit order: key <field> +<sha10 where it appears> -<sha10 where it goes>…"
+        "# GRPOConfig fields along main, in commit order: key <field> +<sha10 where it appears> "
+        "-<sha10 where it goes>…"
     )
     for key, changes in sorted(events.items()):
         print(" ".join(["key", key, *changes]))

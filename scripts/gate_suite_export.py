@@ -47,7 +47,8 @@ SKIP_DIRS = {
 }
 LAUNCH = re.compile(r"\b(accelerate\s+launch|torchrun|torch\.distributed\.run)\b")
 TRL_IMPORT = re.compile(
-    r"^\s*(from trl\b|import trl\b).*|.*\b(GRPOConfig|GRPOTrainer|SFTConfig|SFTTrainer|DPOConfig|DPOTrainer)\b.*"
+    r"^\s*(from trl\b|import trl\b).*"
+    r"|.*\b(GRPOConfig|GRPOTrainer|SFTConfig|SFTTrainer|DPOConfig|DPOTrainer)\b.*"
 )
 
 

@@ -19,6 +19,7 @@ Usage:
 
 Only the standard library, PyYAML and packaging are used.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,10 @@ PYPI = "https://pypi.org/pypi/vllm"
 
 
 def get_json(url: str) -> dict:
-    req = urllib.request.Request(url, headers={"User-Agent": "envdoctor-refresh-torch-pins"})
-    with urllib.request.urlopen(req, timeout=60) as resp:
+    if not url.startswith("https://"):
+        raise ValueError(f"not an https URL: {url}")
+    req = urllib.request.Request(url, headers={"User-Agent": "envdoctor-refresh-torch-pins"})  # noqa: S310
+    with urllib.request.urlopen(req, timeout=60) as resp:  # noqa: S310 (https only, checked above)
         return json.load(resp)
 
 
@@ -100,8 +103,9 @@ def main() -> int:
             rows.append(pins_for(v))
         except Exception as exc:  # network or metadata problem: report and go on
             print(f"# {v}: {exc}", file=sys.stderr)
-    yaml.dump({"torch_pins": rows}, sys.stdout, Dumper=_Dumper, sort_keys=False, width=120,
-              default_flow_style=None)
+    yaml.dump(
+        {"torch_pins": rows}, sys.stdout, Dumper=_Dumper, sort_keys=False, width=120, default_flow_style=None
+    )
     return 0
 
 

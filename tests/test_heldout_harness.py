@@ -221,6 +221,10 @@ def test_a_package_the_stack_says_is_not_installed_is_absent():
     note = "==0.23.0 (optional extra, used for serving in a separate venv; not used by the GRPO runs)"
     got = harness._stack({"trl": "0.26.0", "vllm": note}, True)
     assert "vllm" not in got and got["trl"] == "0.26.0"
+    # set 24's medical-llm-rl: vLLM 0.15 in "separate ~/.venv, inference only" (KNF001 was false)
+    note = "0.15 (separate ~/.venv, inference only) (not used by GRPO training (use_vllm not set))"
+    got = harness._stack({"trl": "0.24", "vllm": note}, True)
+    assert "vllm" not in got
 
 
 def test_the_collectors_elision_is_no_word_of_the_command(tmp_path):

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
+from envdoctor.plan.interface import Launch
 
 
 def _script(ctx: Context) -> str:
@@ -210,6 +211,14 @@ _REFUSES = {
 }
 
 
+def _launcher_said(launch: Launch) -> str:
+    """The launcher as the line names it (torch's launch module is read as torchrun)."""
+    for module in ("torch.distributed.launch", "torch.distributed.run"):
+        if launch.launcher == "torchrun" and f"-m {module}" in launch.raw:
+            return f"python -m {module}"
+    return launch.launcher
+
+
 @rule("LAY024", needs=("plan",))
 def launcher_option_single_dash(ctx: Context) -> Iterator[Hit]:
     """A launcher option written with one dash (``accelerate launch -num_processes=7``): the
@@ -238,7 +247,8 @@ def launcher_option_single_dash(ctx: Context) -> Iterator[Hit]:
         said = ", ".join(f"`{t}`" for t in launch.single_dash)
         trainer = launch is ctx.plan.trainer
         yield hit(
-            f"{said} on the {launch.launcher} line `{launch.raw[:160]}`: a long option takes two dashes; "
+            f"{said} on the {_launcher_said(launch)} line `{launch.raw[:160]}`: a long option takes two "
+            "dashes; "
             f"{_REFUSES[launch.launcher]}.",
             fix=f"{line}  # two dashes on the launcher's options"
             if line

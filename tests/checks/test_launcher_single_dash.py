@@ -55,3 +55,8 @@ def test_a_one_dash_launcher_option_is_an_error_and_the_fix_is_the_line_with_two
 )
 def test_quiet_for_two_dashes_short_options_and_script_words(line):
     assert _hits(line) == []
+
+
+def test_torch_launch_module_is_named_as_the_line_runs_it():
+    (hit,) = _hits("python -m torch.distributed.launch -nproc_per_node 2 train.py")
+    assert "python -m torch.distributed.launch line" in hit.message and "torchrun line" not in hit.message
