@@ -36,7 +36,8 @@ CONTEXT_PER_SIGNATURE = 3  # matches per signature that keep their context
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 #: pytest's short test summary line before the exception it reports (``-rfE``, xdist's ``[gw0]``)
 _PYTEST = (
-    r"(?:\[gw\d{1,4}\] {1,4})?(?:FAILED|ERROR) (?:\S{1,500}?\.py(?:::\S{1,1000}?)?|\S{1,500}?::\S{1,1000}?)"
+    # (the node id: one word that names a test file or a test; linear, no nested quantifier)
+    r"(?:\[gw\d{1,4}\] {1,4})?(?:FAILED|ERROR) (?=\S{0,1500}?(?:\.py\b|::))\S{1,1500}"
     r" - (?=[A-Za-z_][\w.]{0,200}(?::|$))"
 )
 _PYTEST_SUMMARY = re.compile(rf"\s*{_PYTEST}")
