@@ -62,6 +62,10 @@ MAX_MORE = 8  # lines of one statement after its first
 _CUT_MESSAGE = " (the log ends inside the message: paste the whole exception line, and the lines after it)"
 
 
+#: IPython's numbering of a frame's source lines: ``-> 1787     raise ImportError(``, ``   1788  "…"``
+_IPYTHON_LINE = re.compile(r"^(?:-{0,3}> ?)?\d{1,6} {1,40}(?=\S)")
+
+
 def _open(text: str) -> int:
     """How many brackets ``text`` leaves open (outside its string literals)."""
     bare = _STRING.sub("", text)
@@ -74,7 +78,7 @@ def _statement(frame: Frame, lines: Sequence[str]) -> str:
     out = [frame.code]
     seen = False
     for raw in lines:
-        body = _body(raw)
+        body = _IPYTHON_LINE.sub("", _body(raw))
         if not seen:
             seen = body == frame.code
             continue

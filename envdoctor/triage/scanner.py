@@ -34,6 +34,15 @@ KEEP_PER_SIGNATURE = 50  # matches kept per signature (later lines with its keyw
 CONTEXT_PER_SIGNATURE = 3  # matches per signature that keep their context
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+#: pytest's short test summary line before the exception it reports (``-rfE``, xdist's ``[gw0]``)
+_PYTEST = (
+    # (the node id: one word that names a test file or a test; linear, no nested quantifier)
+    r"(?:\[gw\d{1,4}\] {1,4})?(?:FAILED|ERROR) (?=\S{0,1500}?(?:\.py\b|::))\S{1,1500}"
+    r" - (?=[A-Za-z_][\w.]{0,200}(?::|$))"
+)
+_PYTEST_SUMMARY = re.compile(rf"\s*{_PYTEST}")
+#: pytest's mark of a message it cut to the terminal's width
+_PYTEST_CUT = "..."
 #: Prefixes that launchers and loggers put before a line; the named groups carry the rank.
 _PREFIXES = (
     r"\[(?:rank|Rank |RANK )(?P<torch>\d+)\]:?"  # torch elastic: [rank3]:
@@ -50,6 +59,9 @@ _PREFIXES = (
     r"|\[[EWIF]\d{4} [\d:.]+ [^\]]*\]"  # glog: [E1218 20:27:21.433 ProcessGroupNCCL.cpp:629]
     r"|>{1,8}(?=[ \t])"  # quoted in an e-mail or a markdown reply: "> ValueError: …"
     r"|E {3,40}(?=\S)"  # pytest's report of the failure: "E   ModuleNotFoundError: …"
+    # pytest's short test summary: "FAILED tests/t.py::test_x - ValueError: …", "[gw0] ERROR …"
+    # (the test's node id is no frame; an exception's name and a colon follow the " - ")
+    rf"|{_PYTEST}"
     # markdown's bold or code around an exception's line: "**RuntimeError: …**", "`ValueError: …`"
     r"|(?:\*\*|`{1,3})(?=(?:[A-Za-z_]\w{0,100}\.){0,8}[A-Z]\w{0,100}(?:Error|Exception)\b)"
 )
@@ -60,7 +72,7 @@ PREFIX = re.compile(rf"\s*(?:{_PREFIXES}{_BAR})[ \t]*")
 _PREFIX_NO_BAR = re.compile(rf"\s*(?:{_PREFIXES})[ \t]*")
 #: what a prefix other than docker compose's (which holds "| ") or a tqdm bar (which holds "%|")
 #: starts with, after white space; or a decimal digit (srun's label)
-_PREFIX_FIRST = frozenset("[Rr(EWIDC>*`")
+_PREFIX_FIRST = frozenset("[Rr(EWIDCF>*`")
 INNER_RANK = re.compile(r"\bRank (\d+)\]")  # ProcessGroupNCCL: "[PG 0 Rank 3] Watchdog …"
 
 
@@ -185,7 +197,10 @@ def split_prefix(text: str) -> tuple[str, int | None]:
         if rank is None:
             digits = next((g for g in m.groups() if g is not None), None)
             rank = int(digits) if digits is not None else None
+        summary = text.endswith(_PYTEST_CUT) and _PYTEST_SUMMARY.match(text) is not None
         text = text[m.end() :]
+        if summary:
+            text = text[: -len(_PYTEST_CUT)].rstrip()  # cut by pytest: the message goes on
     if rank is None:
         inner = INNER_RANK.search(text) if "Rank " in text else None
         rank = int(inner.group(1)) if inner else None

@@ -1285,6 +1285,11 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
         fixed = cut_fixed(tb, log, total)
         if fixed is not None:
             return fixed
+    from envdoctor.triage import cutknown
+
+    raised = cutknown.raised_line(tb, lines[-400:], log, total)  # a raise whose message the paste shows
+    if raised is not None:
+        return raised
     runs: list[Frame] = []  # the last frame of each package's run, the last three runs
     for f in tb.frames:
         if runs and runs[-1].package == f.package:
@@ -1292,9 +1297,11 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
         else:
             runs.append(f)
     shown = " → ".join(_frame_text(f) for f in runs[-3:])
+    found_known = cutknown.candidates(tb, log)
     what = (
-        f"the log ends inside a traceback, before its exception line: the last frames shown are {shown}; "
-        "no cause can be named without the exception"
+        f"the log ends inside a traceback, before its exception line: the last frames shown are {shown}"
+        f"{cutknown.where_text(tb, log)}; "
+        + (cutknown.offer_text(found_known) if found_known else "no cause can be named without the exception")
     )
     wrapped = _RAY_WRAPPED.findall(tail[-65536:].decode("utf-8", errors="replace"))
     if wrapped:  # Ray's header names the exception its task raised, before the frames
@@ -1307,7 +1314,16 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
         "'SomeError: message' (and any 'During handling of the above exception' part after it); "
         "with the versions (`trl env` or pip list | grep -E 'trl|vllm|transformers|torch')"
     )
-    ev = {"line": total, "cut_traceback": True, "last_frames": [_frame_text(f) for f in runs[-3:]]}
+    if found_known:
+        fix = cutknown.offer_fix(found_known) + "; to confirm, " + fix
+    ev: dict[str, object] = {
+        "line": total,
+        "cut_traceback": True,
+        "last_frames": [_frame_text(f) for f in runs[-3:]],
+    }
+    if found_known:
+        ev["candidates"] = [c.id for c in found_known]
+        ev["sources"] = [u for c in found_known for u in c.sources]
     return Draft(total, Finding("TRI003", Severity.WARNING, what, fix, ev))
 
 
