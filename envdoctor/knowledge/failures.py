@@ -61,6 +61,7 @@ _KEYS = {
     "raised",
     "symptom_decides",
     "certain_with",
+    "ruled_out_by",
     "depends_on",
     "evidence",
     "likely_with",
@@ -194,6 +195,10 @@ class KnownFailure:
     #: lines that, shown before the symptom (in its traceback's context), settle the cause among the
     #: several the note names (a level-2 sleep before garbage completions): an error with them
     certain_with: tuple[Symptom, ...] = ()
+    #: lines that, shown with the symptom (where ``certain_with``'s are looked for) and none of
+    #: ``certain_with``'s beside them, rule the entry out: the log shows the very evidence that would
+    #: tell its cause, and it says otherwise (torch's recomputed metadata without a [0] shape)
+    ruled_out_by: tuple[Symptom, ...] = ()
     #: which fact would show it, in words (what the user checks), for an entry not ``run``
     evidence: str | None = None
     #: facts envdoctor reads that make it likely (a warning): ``config`` (GRPO config key ->
@@ -501,6 +506,9 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
             f"{where}: 'certain_with' must be a list of strings (literals or re:), "
             "on an entry of certainty depends"
         )
+    rules_out = entry.get("ruled_out_by") or []
+    if rules_out and not _strings_ok(rules_out):
+        raise KnownFailuresError(f"{where}: 'ruled_out_by' must be a list of strings (literals or re:)")
     at_import = entry.get("at_import", False)
     if not isinstance(at_import, bool):
         raise KnownFailuresError(f"{where}: 'at_import' must be true or false")
@@ -564,6 +572,7 @@ def parse_entry(entry: Any, where: str, file: str = "", eager: bool = True) -> K
         raised=_raised(entry.get("raised"), where),
         symptom_decides=decides,
         certain_with=tuple(Symptom(x, where) for x in settles),
+        ruled_out_by=tuple(Symptom(x, where) for x in rules_out),
         at_import=at_import,
         trainer=trainer,
         facts=tuple(facts),
@@ -653,6 +662,7 @@ def to_record(f: KnownFailure) -> dict[str, Any]:
     record = {name: getattr(f, name) for name in f.__dataclass_fields__}
     record["symptoms"] = [[s.text, s.where] for s in f.symptoms]
     record["certain_with"] = [[s.text, s.where] for s in f.certain_with]
+    record["ruled_out_by"] = [[s.text, s.where] for s in f.ruled_out_by]
     return record
 
 
@@ -673,6 +683,7 @@ def from_record(record: dict[str, Any]) -> KnownFailure:
     fields["program_fixes"] = tuple(tuple(p) for p in fields.get("program_fixes", ()))
     fields["symptoms"] = tuple(Symptom(text, where) for text, where in fields["symptoms"])
     fields["certain_with"] = tuple(Symptom(text, where) for text, where in fields.get("certain_with", ()))
+    fields["ruled_out_by"] = tuple(Symptom(text, where) for text, where in fields.get("ruled_out_by", ()))
     fields["sources"] = tuple(fields["sources"])
     raised = fields.get("raised")
     if raised is not None:

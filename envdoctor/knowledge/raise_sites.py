@@ -43,7 +43,11 @@ _GENERIC = re.compile(
     # the interpreter's own messages, which a library's raise may copy word for word
     # (transformers' ``raise IndexError("list index out of range")``)
     r"\b(?:list|tuple|string|array) index out of range|\bdivision by zero|maximum recursion depth|"
-    r"values to unpack|unhashable type|unsupported operand type|can only concatenate"
+    r"values to unpack|unhashable type|unsupported operand type|can only concatenate|"
+    r"\bhas no len\(\)|not supported between instances of|cannot unpack non-iterable|"
+    r"does not support item assignment|argument of type '[^']{1,100}' is not iterable|"
+    # transformers' lazy-import wrapper: it reports another failure (the import of what it names)
+    r"Are this object's requirements defined correctly"
 )
 
 
@@ -249,6 +253,25 @@ class RaiseIndex:
             head, tail, after = quoted_parts(str(self.rows[i][1]), WILD)
             got = self._quoted[i] = Soft(head, tail, after) if head or tail or after else _PLAIN
         return got
+
+    def copies_before(self, template: str, exc: str, release: str) -> bool:
+        """Whether another site raises ``template`` with one word changed (the class or model it
+        names: transformers' ``# Copied from`` checks, one per model) in a release before
+        ``release``: the check is older than that release, copied from one class to the next."""
+        words = template.split()
+        if release not in self.releases or len(words) < 4:
+            return False
+        before = self.releases.index(release)
+        for i, row in enumerate(self.rows):
+            other = str(row[1]).split()
+            if str(row[0]) != exc or len(other) != len(words) or other == words:
+                continue
+            if sum(a != b for a, b in zip(other, words, strict=True)) != 1:
+                continue
+            site = self.site(i)
+            if site is not None and self.releases.index(site.first) < before:
+                return True
+        return False
 
     def candidates(self, message: str) -> list[int]:
         """Sites whose longest literal part the message holds, or (a cut message) whose first

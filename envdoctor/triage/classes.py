@@ -652,12 +652,22 @@ def _frames_contradict(entry: object, m: Match) -> bool:
     return tb is not None and any(t.frames for t in tb.all()) and frames_hold(tb, raised[2]) is not True
 
 
-def _settled_by_context(entry: object, m: Match, log: Log | None = None) -> str:
+def _ruled_out_by_context(entry: object, m: Match, log: Log | None = None) -> str:
+    """The line that rules the entry out (``ruled_out_by``), where ``_settled_by_context`` looks,
+    when no line settles it: the log shows the evidence that would tell the entry's cause, and it
+    tells another; '' when none is shown."""
+    if not getattr(entry, "ruled_out_by", ()) or _settled_by_context(entry, m, log):
+        return ""
+    return _settled_by_context(entry, m, log, key="ruled_out_by")
+
+
+def _settled_by_context(entry: object, m: Match, log: Log | None = None, key: str = "certain_with") -> str:
     """The line that settles an entry's cause among those its note names (``certain_with``: a
     level-2 sleep before garbage completions): before the symptom, on its line, or on the lines
     that go on with its message where the log's head holds them (torch's CheckpointError prints
-    the recomputed metadata, ``shape=[0]``, after its first line); '' when none is shown."""
-    if not getattr(entry, "certain_with", ()):
+    the recomputed metadata, ``shape=[0]``, after its first line); '' when none is shown.
+    ``key``: the entry's lines to look for (``ruled_out_by``: the ones that contradict it)."""
+    if not getattr(entry, key, ()):
         return ""
     more: list[str] = []
     if log is not None and log.head and m.line_no > 0:
@@ -666,7 +676,7 @@ def _settled_by_context(entry: object, m: Match, log: Log | None = None) -> str:
         head = log.head.decode("utf-8", errors="replace").split("\n", m.line_no + 8)
         more = _following(head, m.line_no)
     for line in (*m.context, m.text, *more):
-        for s in getattr(entry, "certain_with", ()):
+        for s in getattr(entry, key, ()):
             if s.found_in(line[:2000]):
                 return line.strip()[:200]
     return ""
@@ -746,6 +756,8 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
         return []  # a failure of GRPO's generation path, on a run that trains offline (DPO, SFT)
     if _frames_contradict(entry, first):
         return []  # the traceback shows where it was raised, and it is not the entry's frame
+    if _ruled_out_by_context(entry, first, log):
+        return []  # the log shows the evidence that tells the entry's cause, and it tells another
     from envdoctor.triage.missing import went_on
 
     if entry.kind == "crash" and went_on(log, first.line_no):

@@ -280,9 +280,20 @@ _ENGINE_BESIDE = re.compile(
 )
 
 
+#: a colocation named apart from the engine (a test's id ``[colocate_fsdp2]``, a flag ``--colocate``)
+_COLOCATE_WORD = re.compile(rb"(?i)(?<![a-z])colocat(?:e|ed|ion)(?:_[a-z0-9_]{1,40})?(?![a-z])")
+#: an inference engine the log shows running (its frames, its banner, its name)
+_ENGINE_NAMED = re.compile(rb"(?i)(?<![a-z])(?:vllm|sglang)(?![a-z])")
+
+
 def engine_beside(log: Log) -> str:
-    """What in the log's head says its run colocates an inference engine with training ("")."""
-    m = _ENGINE_BESIDE.search(log.head[: 4 * 1024 * 1024])
+    """What in the log's head says its run colocates an inference engine with training (""): on
+    one line, or a colocation named on one line and the engine (vLLM's, SGLang's frames or banner)
+    on another of the same log."""
+    head = log.head[: 4 * 1024 * 1024]
+    m = _ENGINE_BESIDE.search(head)
+    if m is None and _ENGINE_NAMED.search(head):
+        m = _COLOCATE_WORD.search(head)
     return m.group(0).decode("utf-8", "replace")[:120].strip() if m else ""
 
 

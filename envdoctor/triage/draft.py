@@ -194,10 +194,15 @@ def raised_in(m: Match) -> str:
     last = found[-1]
     mine = last.group("path").replace("\\", "/")
     if lib and last is not lib[0] and "/lib/python" not in mine and not mine.startswith("<"):
-        # the innermost frame is the user's code that the package called (a reward function)
-        own = mine.rsplit("/", 1)[-1] + f":{last.group('line')}"
+        # the innermost frame is the user's code that the package called (a reward function), or
+        # a framework's source checkout (``package_of``: LLaMA-Factory's trainer), never the user's
+        from envdoctor.triage.traceback import package_of
+
+        checkout, inside = package_of(mine)
+        own = (inside if checkout else mine.rsplit("/", 1)[-1]) + f":{last.group('line')}"
         own += f" in {last.group('func')}" if last.group("func") else ""
-        return f"raised in your code ({own}), called from {lib[1].group('lib')} ({frame})"
+        who = checkout or "your code"
+        return f"raised in {who} ({own}), called from {lib[1].group('lib')} ({frame})"
     return f"raised in {lib[1].group('lib')} ({frame})" if lib else f"raised in {frame}"
 
 

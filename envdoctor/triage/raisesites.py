@@ -196,12 +196,15 @@ def locate_tb(tb: Traceback, log: Log) -> Location | None:
         lift = None  # another site raises it in that release still
     if lift is not None and shown and versions.at_least(shown, lift.release):
         return None  # the log's release is past the lift: another program printed it
+    new_in = releases[0] if all(h.site.added and h.site.first == releases[0] for h in hits) else ""
+    if new_in and any(index.copies_before(h.site.template, h.site.exc, new_in) for h in hits):
+        new_in = ""  # a copy of the check (another class's) is older: it did not come with new_in
     return Location(
         package,
         tuple(h.site for h in hits),
         releases,
         lift,
-        releases[0] if all(h.site.added and h.site.first == releases[0] for h in hits) else "",
+        new_in,
         all(h.complete for h in hits),
         any(f.package == package for f in tb.frames),
         shown,

@@ -57,6 +57,22 @@ PACKAGES = {
     "areal": "areal",
     "lighteval": "lighteval",
     "lm_eval": "lm-eval",
+    # fine-tuning frameworks run from a source checkout as often as installed: a frame of one
+    # (``LLaMA-Factory/src/llamafactory/train/dpo/trainer.py``) is the framework's code, never the
+    # user's own (TRI032's "your code")
+    "llamafactory": "llamafactory",
+    "llmtuner": "llmtuner",  # LLaMA-Factory before its rename
+    "axolotl": "axolotl",
+    "lmflow": "lmflow",
+    "xtuner": "xtuner",
+    "torchtune": "torchtune",
+    "trlx": "trlx",
+    "nemo_aligner": "nemo-aligner",
+    "megatron": "megatron",
+    "sglang": "sglang",
+    "prime_rl": "prime-rl",
+    "slime": "slime",
+    "open_instruct": "open-instruct",
 }
 
 _FRAME = re.compile(
@@ -112,6 +128,14 @@ _QUOTE = re.compile(r"^(?:>\s?){1,8}")
 _MARKERS = ("^^^", "~~~", "...")
 
 
+#: the fine-tuning frameworks among ``PACKAGES`` (their names recur as folders of other packages:
+#: ``swift/megatron/``, ``verl/utils/megatron/``, ``nemo_rl/models/megatron/``)
+_FRAMEWORKS = frozenset(
+    {"llamafactory", "llmtuner", "axolotl", "lmflow", "xtuner", "torchtune", "trlx", "nemo_aligner"}
+    | {"megatron", "sglang", "prime_rl", "slime", "open_instruct"}
+)
+
+
 #: folders in which a package keeps its copy of another one's code (``verl/third_party/vllm``)
 _VENDORED = frozenset({"third_party", "thirdparty", "_vendor", "vendor", "vendored"})
 
@@ -153,6 +177,10 @@ def package_of(path: str) -> tuple[str | None, str]:
         if parts[i] in PACKAGES and parts[i] not in ("open_r1",) and i + 1 < len(parts):
             if not _in_layout(parts[i], parts[i + 1]):
                 continue  # a folder of the user's project named like the package
+            if parts[i] in _FRAMEWORKS and any(
+                x in PACKAGES and _in_layout(x, parts[j + 1]) for j, x in enumerate(parts[:i])
+            ):
+                continue  # a framework's name as a folder of another package (ms-swift's megatron/)
             return PACKAGES[parts[i]], "/".join(parts[i + 1 :])
     return None, p
 
@@ -269,6 +297,37 @@ def _unjoin(items: list[str]) -> list[str]:
     return out[-MAX_LINES:]
 
 
+#: a frame's line that a terminal or a paste wrapped: ``File`` alone, or ``File "path",`` (and
+#: ``File "path", line``), its rest on the next line or two
+_WRAPPED_FRAME = re.compile(r'^File(?: "[^"\n]{1,1000}",?(?: line)?)?$')
+
+
+def _rewrap(items: list[str]) -> list[str]:
+    """``items`` with each frame line that a wrap broke over two or three lines joined again,
+    where the joined text reads as one frame (``File "/x/memmap.py",`` then ``line 25, in <module>``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(items):
+        body = _body(items[i]) if "File" in items[i] else ""
+        if body.startswith("File") and _WRAPPED_FRAME.match(body):
+            joined = body
+            for j in (i + 1, i + 2):
+                if j >= len(items):
+                    break
+                joined = f"{joined} {_body(items[j])}"
+                if _FRAME.match(joined):
+                    out.append(joined)
+                    i = j + 1
+                    break
+            else:
+                out.append(items[i])
+                i += 1
+            continue
+        out.append(items[i])
+        i += 1
+    return out
+
+
 def _frame(body: str) -> Frame | None:
     m = _FRAME.match(body) or _IPY_FRAME.match(body) or _COLAB_FRAME.match(body)
     if m is None and '", line ' in body:
@@ -299,7 +358,7 @@ def parse(lines: Iterable[str], last_line_no: int = 0) -> list[Traceback]:
     current: Traceback | None = None
     pending_chain: str = ""
     awaiting_code = False
-    items = _unjoin(_one_process(list(lines)[-MAX_LINES:]))
+    items = _rewrap(_unjoin(_one_process(list(lines)[-MAX_LINES:])))
     for i, raw in enumerate(items):
         body = _body(raw)
         if not body or _FENCE.match(body):

@@ -52,3 +52,21 @@ def test_another_tenant_is_still_told_to_stop() -> None:
 def test_colocation_of_something_else_is_not_an_engine() -> None:
     log = "colocate the reward model with the actor (no inference engine)\n" + TRACE + OOM
     assert [f.rule for f in _oom(log)] == ["MEM002"]
+
+
+def test_a_colocated_test_id_and_the_engine_on_other_lines_are_colocation() -> None:
+    """Set 24's b004: the test's id names the colocation (``[colocate_fsdp2]``) and vLLM's own frames
+    on other lines name the engine: the other process is the job's engine, not another tenant."""
+    engine = (
+        '  File "/root/.cache/uv/lib/python3.12/site-packages/vllm/entrypoints/utils.py", line 49, '
+        "in generate\n"
+    )
+    log = (
+        engine + "FAILED tests/gpu/test_save_weights.py::test_save_weights_then_inference[colocate_fsdp2] - "
+        "ray.exceptions.RayTaskError(OutOfMemoryError)\n" + TRACE + OOM
+    )
+    assert [f.rule for f in _oom(log)] == ["TRI001"]
+    # quiet: the engine named with no colocation, or a colocation with no engine anywhere
+    assert [f.rule for f in _oom(engine + TRACE + OOM)] == ["MEM002"]
+    alone = "FAILED tests/gpu/test_x.py::test_x[colocate_fsdp2] - RayTaskError(OutOfMemoryError)\n"
+    assert [f.rule for f in _oom(alone + TRACE + OOM)] == ["MEM002"]

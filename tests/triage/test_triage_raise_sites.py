@@ -404,3 +404,70 @@ def test_a_refusal_quoted_without_its_class_or_final_stop_is_the_packages_own_ch
     assert (
         findings(scan_bytes("the heads of the attention are many and the parallel size is six today\n")) == []
     )
+
+
+def test_the_interpreters_own_messages_and_the_lazy_import_wrapper_are_placed_nowhere() -> None:
+    """Python's own TypeError (``len(None)`` anywhere) and transformers' lazy-import wrapper (it
+    reports another import's failure) name no raise of a package, though a package's ``raise``
+    copies their words (vLLM's llava_onevision2, set 23's f011 on a DeepSpeed frame; set 24's b003)."""
+    raise_sites.raise_index.cache_clear()
+    raise_sites.packages.cache_clear()
+    assert locate("object of type 'NoneType' has no len()", "TypeError") == []
+    wrapper = "Could not import module 'PreTrainedModel'. Are this object's requirements defined correctly?"
+    assert locate(wrapper, "ModuleNotFoundError") == []
+    fs = findings(scan_bytes(b"TypeError: object of type 'NoneType' has no len()\n"))
+    assert not any(f.rule in ("TRI014", "TRI034") or "raise-site" in f.message for f in fs)
+    fs = findings(scan_bytes(f"ModuleNotFoundError: {wrapper}\n".encode()))
+    assert not any(f.rule in ("TRI014", "TRI034") for f in fs)
+    # a package's own words are still placed (quiet scenario)
+    assert locate("Tool calling is not yet implemented in VLLMClient.chat().", "NotImplementedError")
+
+
+_COPY = (
+    "You are attempting batched generation with padding_side='right' for the Flash Attention "
+    "version of {}. Make sure to pad on the left."
+)
+
+
+def _model(name: str, raises: bool) -> str:
+    check = f'        if x:\n            raise ValueError("{_COPY.format(name)}")\n' if raises else ""
+    return f"class {name}Model:\n    def mask(self, x):\n{check}        return x\n"
+
+
+@pytest.fixture
+def copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A package whose check is copied from one model class to the next: Llama's from 0.1.0, Qwen's
+    copy added in 0.2.0 to a function that 0.1.0 already had."""
+    r = tmp_path / "repo"
+    r.mkdir()
+    _git(r, "init", "-q", "-b", "main")
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/llama.py": _model("Llama", True),
+        "pkg/qwen.py": _model("Qwen", False),
+    }
+    _commit(r, files, "Initial import")
+    _git(r, "tag", "v0.1.0")
+    _commit(r, {"pkg/qwen.py": _model("Qwen", True)}, "Copy the padding check to Qwen (#3)")
+    _git(r, "tag", "v0.2.0")
+    script = _script()
+    data = script.derive(r / ".git", "trl", ("pkg",), r"^v(\d+\.\d+\.\d+)$", "2020-01-01", "huggingface/trl")
+    out = tmp_path / "index"
+    out.mkdir()
+    script.frames.write(data, out / "trl.json.gz")
+    monkeypatch.setattr(raise_sites, "_dir", lambda: out)
+    raise_sites.raise_index.cache_clear()
+    raise_sites.packages.cache_clear()
+    yield out
+    raise_sites.raise_index.cache_clear()
+    raise_sites.packages.cache_clear()
+
+
+def test_a_check_copied_from_an_older_class_is_not_new_in_the_copys_release(copied: Path) -> None:
+    """Qwen's copy of the check came with 0.2.0, but Llama's copy of the same words raised in 0.1.0:
+    the check did not come with 0.2.0 (no TRI034, no pin below it; set 24's b011)."""
+    hits = locate(_COPY.format("Qwen"), "ValueError")
+    assert hits and hits[0].site.added and hits[0].site.first == "0.2.0"
+    fs = findings(scan_bytes(f"ValueError: {_COPY.format('Qwen')}\n".encode()))
+    assert not any(f.rule == "TRI034" for f in fs), fs
+    assert any(f.rule == "TRI003" for f in fs)

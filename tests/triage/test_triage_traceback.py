@@ -50,6 +50,13 @@ def test_package_of_paths():
     assert package_of("/proj/.libraries/transformers/src/transformers/trainer.py")[0] == "transformers"
     assert package_of("<frozen importlib._bootstrap>")[0] is None
     assert package_of("/home/u/train.py")[0] is None
+    # a fine-tuning framework's source checkout is the framework's code, not the user's
+    assert package_of("/home/u/LLaMA-Factory/src/llamafactory/train/dpo/trainer.py")[0] == "llamafactory"
+    assert package_of("/work/axolotl/src/axolotl/core/trainers/base.py")[0] == "axolotl"
+    assert package_of("/ws/Megatron-LM/megatron/core/optimizer/__init__.py")[0] == "megatron"
+    # ... but its name as a folder of another package is that package's (ms-swift's megatron/)
+    assert package_of("/ws/ms-swift/swift/megatron/trainers/grpo_trainer.py")[0] == "ms-swift"
+    assert package_of("/ws/verl/verl/utils/megatron/optimizer.py")[0] == "verl"
 
 
 def test_vllm_process_prefixes_and_bare_exception():
@@ -398,3 +405,38 @@ def test_pythons_own_modules_in_an_env_named_like_a_package_are_no_package():
     assert package_of("C:\\Users\\a\\envs\\trl\\Lib\\asyncio\\runners.py")[0] is None
     assert package_of("/home/k/anaconda3/envs/vllm/lib/python3.10/site-packages/vllm/llm.py")[0] == "vllm"
     assert package_of("/work/trl/trl/trainer/grpo_trainer.py")[0] == "trl"
+
+
+def test_frame_lines_a_terminal_wrapped_are_read_as_frames():
+    """A frame line broken after ``File``, after the path's comma or after ``line`` (set 23's f007:
+    tensordict's import of torch, not verl's; f011: DeepSpeed's op builder) is one frame again; the
+    innermost importer is the wrapped one, not the last frame on one line."""
+    wrapped = (
+        "Traceback (most recent call last):\n"
+        '  File "/ws/verl/protocol.py", line 30, in <module>\n'
+        "    import tensordict\n"
+        'File "/usr/local/lib/python3.12/dist-packages/tensordict/__init__.py",\n'
+        "line 6, in <module>\n"
+        "    import tensordict._lazy\n"
+        'File "/usr/local/lib/python3.12/dist-packages/tensordict/_lazy.py", line\n'
+        "38, in <module>\n"
+        "    from tensordict.memmap import MemoryMappedTensor\n"
+        "File\n"
+        '"/usr/local/lib/python3.12/dist-packages/tensordict/memmap.py",\n'
+        "line 25, in <module>\n"
+        "    from torch.multiprocessing.reductions import ForkingPickler\n"
+        "ImportError: cannot import name 'ForkingPickler' from 'torch.multiprocessing.reductions'\n"
+    )
+    (tb,) = parse(wrapped.splitlines())
+    assert [(f.package, f.line) for f in tb.frames][-3:] == [
+        ("tensordict", 6),
+        ("tensordict", 38),
+        ("tensordict", 25),
+    ]
+    assert tb.frames[-1].code.startswith("from torch.multiprocessing.reductions")
+    drift = next(f for f in findings(scan_bytes(wrapped.encode())) if f.rule == "TRI009")
+    assert "between tensordict and torch" in drift.message and "verl" not in drift.message.split(":")[0]
+    # quiet: a line that starts with "File" but makes no frame with the next is left as it is
+    prose = ["File", "not found, retrying", "ValueError: bad input"]
+    (tb,) = parse(prose)
+    assert tb.frames == [] and tb.exc_type == "ValueError"

@@ -475,3 +475,35 @@ def test_a_patch_release_newer_than_the_history_is_said_not_downgraded():
     assert f is not None and f.severity.value == "warning"
     assert "newer than the releases read" in f.message and "==0.5.3" not in f.fix
     assert f.fix.startswith("check whether your liger-kernel 0.9.0 takes cache_position=")
+
+
+def test_a_frameworks_checkout_that_trl_called_is_the_frameworks_code_not_yours():
+    """A frame of a fine-tuning framework run from its source checkout (LLaMA-Factory's DPO trainer
+    overriding TRL's) is the framework's code: no "your code" claim (TRI032) on it (set 24's c006);
+    the same override in the user's own project is still the user's."""
+    body = _frame(
+        f"{SITE}/transformers/trainer.py", 3454, "training_step", "loss = self.compute_loss(model, inputs)"
+    ) + _frame(
+        f"{SITE}/trl/trainer/dpo_trainer.py",
+        1408,
+        "compute_loss",
+        'loss, metrics = self.get_batch_loss_metrics(model, inputs, train_eval="train")',
+    )
+    tail = "AttributeError: 'NoneType' object has no attribute 'to'\n"
+    checkout = "/home/u/LLaMA-Factory/src/llamafactory/train/dpo/trainer.py"
+    text = (
+        _MAIN
+        + body
+        + _frame(checkout, 232, "get_batch_loss_metrics", ") = self.concatenated_forward(model, batch)")
+        + _frame(
+            checkout, 182, "concatenated_forward", "all_logits = model(**batch).logits.to(torch.float32)"
+        )
+        + tail
+    )
+    got = _got(text)
+    assert _rule(got, "TRI032") is None
+    first = _rule(got, "TRI003")  # the first exception's answer names the framework, not "your code"
+    assert first is not None and "raised in llamafactory (train/dpo/trainer.py:182" in first.message
+    assert "your code" not in first.message
+    mine = text.replace(checkout, "/home/u/proj/my_dpo_trainer.py")
+    assert _rule(_got(mine), "TRI032") is not None
