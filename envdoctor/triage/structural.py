@@ -31,6 +31,7 @@ from envdoctor.triage import (
     hydra,
     inference,
     missing,
+    namedrift,
     optional,
     programs,
     pyboundary,
@@ -935,6 +936,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
             or missing.asked_install(tb, t, m, log)
+            or namedrift.undefined_name(t, m, log)  # a name of one package's releases only
             or optional.undefined_name(t, m, log)
             or structclass.package_name_error(t, m, log)
             or columns.missing_column(t, m, log)
