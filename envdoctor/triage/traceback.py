@@ -310,15 +310,17 @@ def _rewrap(items: list[str]) -> list[str]:
     while i < len(items):
         body = _body(items[i]) if "File" in items[i] else ""
         if body.startswith("File") and _WRAPPED_FRAME.match(body):
-            joined = body
+            joined, taken = body, 0
             for j in (i + 1, i + 2):
                 if j >= len(items):
-                    break
+                    break  # the log ends here: the line stays as it is
                 joined = f"{joined} {_body(items[j])}"
                 if _FRAME.match(joined):
-                    out.append(joined)
-                    i = j + 1
+                    taken = j + 1 - i
                     break
+            if taken:
+                out.append(joined)
+                i += taken
             else:
                 out.append(items[i])
                 i += 1

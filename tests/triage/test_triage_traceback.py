@@ -440,3 +440,17 @@ def test_frame_lines_a_terminal_wrapped_are_read_as_frames():
     prose = ["File", "not found, retrying", "ValueError: bad input"]
     (tb,) = parse(prose)
     assert tb.frames == [] and tb.exc_type == "ValueError"
+
+
+def test_a_log_that_ends_on_a_frame_line_without_its_line_number_ends():
+    """A paste cut after ``File "…/stage3.py"`` (no comma, no line): the wrapped-frame reader
+    looked for the rest on lines past the log's end and never moved on (an endless loop; set 24
+    after-review, dev log 2026-11-29/logs7/010)."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/src/deepspeed/runtime/engine.py", line 1667, in _save_zero_checkpoint',
+        "    zero_sd = {'optimizer_state_dict': self.optimizer.state_dict()}",
+        '  File "/src/deepspeed/runtime/zero/stage3.py"',
+    ]
+    (tb,) = parse(lines)
+    assert not tb.exc_type and tb.frames[-1].function == "_save_zero_checkpoint"
