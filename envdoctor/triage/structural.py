@@ -258,6 +258,9 @@ def drift(tb: Traceback, ms: Sequence[Match], log: Log, matched: Sequence[Any] =
                 return unfit(tb, ms, log, have)  # a name no release has: meant another name or class
             b, history = found
             by_history = True
+            own = _own_frame_call(tb, b)
+            if own is not None:  # the package's own frame made the call: it does not fit itself
+                return own_drift(own, ms, log, have)
         elif b.override is None or b.caller is not None:
             history = symbols.verdict(tb, have, b.callee)
         # else an override of the user's (or of a class no package defines): the callee's history
@@ -777,6 +780,36 @@ def patched(p: Any, tb: Traceback, ms: Sequence[Match], log: Log, have: dict[str
     return at_severity(d, Severity.ERROR if named and not past else Severity.WARNING)
 
 
+def _own_frame_call(tb: Traceback, b: boundary.Boundary) -> boundary.Boundary | None:
+    """The boundary the symbol history placed (no frame index knows the callee: a dataclass's
+    generated ``__init__``) as the package's call of its own function, where the innermost frame
+    (a call that does not bind raises in the caller's frame) is that package's and its source line
+    calls the function by name, passing no keywords it was given (``**``)."""
+    from dataclasses import replace
+
+    frames = tb.shown_frames()
+    caller = frames[-1] if frames else None
+    if (
+        tb.name != "TypeError"
+        or b.caller is not None
+        or caller is None
+        or caller.package != b.callee
+        or not caller.code
+        or "**" in caller.code
+        or not b.func
+        or not boundary.calls_by_name(caller.code, b.func)
+    ):
+        return None
+    kwarg = _KWARG.search(tb.message)
+    verb = f"calls {b.func}() with {kwarg.group(1)}=" if kwarg else b.verb
+    lacks = "does not take in the installed release" if kwarg else b.lacks
+    return replace(b, caller=b.callee, caller_frame=caller, intra=True, verb=verb, lacks=lacks)
+
+
+#: the keyword a call passed that its callee does not take
+_KWARG = re.compile(r"got an unexpected keyword argument '(\w{1,200})'")
+
+
 def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
     """A package's call of its own function that does not fit it (``boundary.own_call``): TRI031,
     an error for a method (``Class.method``: a subclass of the user's would print its own class),
@@ -786,10 +819,10 @@ def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[st
     pkg = str(b.callee)
     version = have.get(pkg)
     shown = f"{pkg} {version}" if version else pkg
-    where = ", ".join(b.defined_in)
+    where = f" ({', '.join(b.defined_in)})" if b.defined_in else ""
     what = (
         f"{shown}'s own code does not fit itself: {_frame_text(b.caller_frame)} {b.verb}, which "
-        f"{pkg}'s {b.func}() ({where}) {b.lacks}: the caller and the callee are of two {pkg} "
+        f"{pkg}'s {b.func}(){where} {b.lacks}: the caller and the callee are of two {pkg} "
         "revisions (a regression inside that release, or files of two revisions mixed: a source "
         "checkout or a Ray working_dir copy beside the installed package)"
     )
@@ -803,7 +836,8 @@ def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[st
     patched = any(p in ("unsloth", "unsloth-zoo") for p in log.versions) or any(
         "unsloth" in (f.path or "").lower() for t in b.exc.all() for f in t.frames
     )
-    bare = "." not in b.func  # a function, not a method: the package may call one of yours so named
+    # a function, not a method nor a class: the package may call one of yours so named
+    bare = "." not in b.func and not b.func[:1].isupper()
     if bare:
         what += (
             f"; unless {b.func} here is a function of yours the package calls by that name (a reward "
