@@ -24,9 +24,11 @@ paste shows whole is the exception line it prints, diagnosed as any (a warning a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from envdoctor.triage.draft import Draft, Log
+from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Frame, Traceback
 
 MAX_CANDIDATES = 3  # known failures offered
@@ -301,14 +303,20 @@ _CUT_NOTE = (
 )
 
 
-def raised_line(tb: Traceback, lines: list[str], log: Log, total: int) -> Draft | None:
+def raised_line(
+    tb: Traceback,
+    lines: list[str],
+    log: Log,
+    total: int,
+    diagnose_failure: Callable[[Match, Log], Draft | None],
+) -> Draft | None:
     """The deepest frame is a package's ``raise SomeError("literal message")`` that the paste shows
-    whole: read as the exception line it prints, diagnosed as any failing line; a known answer
+    whole: read as the exception line it prints, diagnosed as any failing line by
+    ``diagnose_failure`` (structural's, handed in: this module sits below it); a known answer
     at a warning at most (the exception itself is not shown)."""
     from envdoctor.findings import Finding, Severity
     from envdoctor.triage.cutguard import _literal, _match
     from envdoctor.triage.cutguard import _statement as whole
-    from envdoctor.triage.structural import diagnose_failure
 
     if not tb.frames or tb.frames[-1].package is None:
         return None

@@ -1323,7 +1323,8 @@ def cut_traceback(head: bytes, log: Log) -> Draft | None:
             return fixed
     from envdoctor.triage import cutknown
 
-    raised = cutknown.raised_line(tb, lines[-400:], log, total)  # a raise whose message the paste shows
+    # a raise whose message the paste shows
+    raised = cutknown.raised_line(tb, lines[-400:], log, total, diagnose_failure)
     if raised is not None:
         return raised
     runs: list[Frame] = []  # the last frame of each package's run, the last three runs
