@@ -256,8 +256,8 @@ def find(tb: Traceback) -> Boundary | None:
         if caller is None and frames and all(f.package == callee for f in frames if f.package):
             return None  # the package importing itself: a broken install, not another package
         importer = next((f for f in reversed(frames) if not python_own(f)), None)
-        if importer is not None and importer.package == callee:
-            return None  # its own code imports it (through importlib): a broken install of it
+        if frames and python_own(frames[-1]) and importer is not None and importer.package == callee:
+            return None  # its own code imports it through importlib: a broken install of it
         verb = (
             f"imports {missing} from {module}"
             if m.groupdict().get("name")
