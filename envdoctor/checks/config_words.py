@@ -9,32 +9,19 @@ found in the config file's own YAML nodes (``parsing.implicit_scalars``), as edi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 from envdoctor.checks.context import Context
 from envdoctor.checks.registry import Hit, hit, rule
 from envdoctor.findings import FileEdit, Remedy
+from envdoctor.plan.config_files import text_as_run
 
 #: where a value's refusal stops the run, as a message says it
 STAGE = {
     "config_init": "before the model loads",
     "trainer_init": "when the trainer is built, after the model has loaded",
 }
-
-
-def _text(ctx: Context, path: str) -> str | None:
-    """The config file's text as the run reads it (``fix``'s edit in memory first)."""
-    from envdoctor.errors import InputError, read_input_text
-
-    edited = ctx.plan.edited.get(os.path.normpath(path))
-    if edited is not None:
-        return edited
-    try:
-        return read_input_text(path, "config", 2 * 1024 * 1024)
-    except InputError:
-        return None
 
 
 def _reaches(ctx: Context, found: dict[str, Any], origin: str) -> bool | None:
@@ -80,7 +67,7 @@ def yaml_word_read_as_boolean(ctx: Context) -> Iterator[Hit]:
     if not path or str(path).endswith(".json"):
         return
     table: dict[str, Any] = ctx.kb.yaml_string_keys.get("keys") or {}
-    text = _text(ctx, str(path))
+    text = text_as_run(ctx.plan, str(path))
     if not text:
         return
     from envdoctor.parsing import implicit_scalars

@@ -27,21 +27,6 @@ JSON_SAYS = (
 )
 
 
-def _json_named(ctx: Context, table: dict[str, Any]) -> str | None:
-    """How the run hands DeepSpeed a JSON (what makes accelerate's check run), or None."""
-    trainer = ctx.plan.trainer
-    if isinstance(table.get("deepspeed_config_file"), str) and table["deepspeed_config_file"]:
-        return f"deepspeed_config_file: {table['deepspeed_config_file']}"
-    opt = trainer.options.get("deepspeed_config_file") if trainer is not None else None
-    if isinstance(opt, str) and opt:
-        return f"--deepspeed_config_file {opt} (launch line)"
-    value = ctx.plan.config.get("deepspeed")
-    if isinstance(value, (str, dict)) and value:
-        origin = ctx.plan.config_origin.get("deepspeed") or "the GRPO config"
-        return f"deepspeed ({origin}): TrainingArguments builds accelerate's DeepSpeedPlugin from it"
-    return None
-
-
 def _refused(ctx: Context, acc: dict[str, Any], table: dict[str, Any]) -> list[tuple[str, ...]]:
     """The config file's entries accelerate refuses beside a DeepSpeed JSON, as key paths."""
     data = ctx.kb.accelerate_deepspeed
@@ -59,10 +44,10 @@ def _remedy(ctx: Context, path: str, refused: list[tuple[str, ...]]) -> Remedy |
     one of them is not a one-line entry of a YAML file."""
     if path.endswith(".json"):
         return None
-    from envdoctor.checks.config_words import _text
     from envdoctor.parsing import entry_line
+    from envdoctor.plan.config_files import text_as_run
 
-    text = _text(ctx, path)
+    text = text_as_run(ctx.plan, path)
     if not text:
         return None
     lines = text.splitlines()
@@ -75,6 +60,10 @@ def _remedy(ctx: Context, path: str, refused: list[tuple[str, ...]]) -> Remedy |
     )
     keys = ", ".join(".".join(p) for p in refused)
     return Remedy(files=edits, fix=f"remove {keys} from {path}; {JSON_SAYS}")
+
+
+def _shown(value: Any) -> str:
+    return str(value) if isinstance(value, str) else "an inline mapping"
 
 
 @rule("LAY025", needs=("plan",))
@@ -91,7 +80,9 @@ def accelerate_fields_beside_deepspeed_json(ctx: Context) -> Iterator[Hit]:
         return
     table = acc.get("deepspeed_config")
     table = table if isinstance(table, dict) else {}
-    named = _json_named(ctx, table)
+    from envdoctor.plan.deepspeed_json import named_json
+
+    named = named_json(ctx.plan)
     if named is None:
         return
     refused = _refused(ctx, acc, table)
@@ -106,7 +97,8 @@ def accelerate_fields_beside_deepspeed_json(ctx: Context) -> Iterator[Hit]:
     keys = ", ".join(f"`{'.'.join(p)}`" for p in refused)
     remedy = _remedy(ctx, str(path), refused)
     yield hit(
-        f"{path} sets {keys} and DeepSpeed is configured by a JSON ({named}): {said} refuses the "
+        f"{path} sets {keys} and DeepSpeed is configured by a JSON ({named[0]}: {_shown(named[1])}): "
+        f"{said} refuses the "
         "accelerate config's DeepSpeed fields beside a DeepSpeed JSON — `accelerate launch` hands "
         'them to the ranks and DeepSpeedPlugin raises ValueError ("When using `deepspeed_config_file`, '
         'the following accelerate config variables will be ignored") when the training arguments '

@@ -6,7 +6,8 @@ are importable from here as before.
 
 from __future__ import annotations
 
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 from envdoctor.parsing import (  # noqa: F401  (re-exported)
     ACCELERATE_KEYS,
@@ -20,6 +21,23 @@ from envdoctor.parsing import (  # noqa: F401  (re-exported)
     parse_mapping,
     read_mapping,
 )
+
+if TYPE_CHECKING:
+    from envdoctor.plan.interface import Plan
+
+
+def text_as_run(plan: Plan, path: str) -> str | None:
+    """A config file's text as the run reads it: ``envdoctor fix``'s edit in memory first, else
+    the file (bounded); None where it cannot be read."""
+    from envdoctor.errors import InputError, read_input_text
+
+    edited = plan.edited.get(os.path.normpath(path))
+    if edited is not None:
+        return edited
+    try:
+        return read_input_text(path, "config", MAX_BYTES)
+    except InputError:
+        return None
 
 
 def _run_record(data: dict[str, Any]) -> bool:

@@ -35,8 +35,9 @@ class DeepSpeedJson:
     problem: str | None = None
 
 
-def _named(plan: Plan) -> tuple[str, Any] | None:
-    """(how the run names it, the path or inline mapping), the GRPO config's first."""
+def named_json(plan: Plan) -> tuple[str, Any] | None:
+    """How the run names its DeepSpeed JSON and the path or inline mapping, the GRPO config's
+    first (TrainingArguments' deepspeed), then the launch line's, then the accelerate config's."""
     value = plan.config.get("deepspeed")
     if isinstance(value, (str, dict)) and value:
         origin = plan.config_origin.get("deepspeed") or "the GRPO config"
@@ -64,7 +65,7 @@ def _enabled(section: Any) -> bool | str | None:
 
 def read_deepspeed_json(plan: Plan) -> DeepSpeedJson | None:
     """The DeepSpeed config the plan names, read; None when it names none."""
-    named = _named(plan)
+    named = named_json(plan)
     if named is None:
         return None
     where, value = named
