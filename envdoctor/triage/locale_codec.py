@@ -42,14 +42,17 @@ def legacy_codec(ms: list[Match], log: Log) -> list[Draft]:
     who = f" ({opened.strip()[:160]})" if opened else ""
     what = (
         f"Python {'read' if reads else 'wrote'} text with the '{codec}' codec, the encoding of {locale}, "
-        f"where the text is UTF-8{who}: open() and Path.read_text / write_text use the locale's encoding "
-        "when the code names none (every Python before 3.15)"
+        f"which cannot {'read these bytes' if reads else 'write this character'}{who}: open() and "
+        "Path.read_text / write_text use the locale's encoding when the code names none (every Python "
+        "before 3.15), and the stack's text files (chat templates, tokenizer files, datasets, model "
+        "cards) are UTF-8"
     )
     fix = (
         "set PYTHONUTF8=1 in the run's environment (UTF-8 mode: Windows `set PYTHONUTF8=1` or "
         "`$env:PYTHONUTF8=1`, Linux `export PYTHONUTF8=1` or `export LANG=C.UTF-8 LC_ALL=C.UTF-8`); "
         'in your own code pass encoding="utf-8" to open()'
+        + ("; a data file of yours in yet another encoding: convert it to UTF-8 first" if reads else "")
     )
-    if opened and "/trl/" in opened.replace("\\", "/"):
+    if opened and "/trl/chat_template_utils.py" in opened.replace("\\", "/"):
         fix += "; TRL 1.6.0 reads its chat templates as UTF-8 itself (pip install 'trl>=1.6.0')"
     return [finding("TRI040", ms, log, what, fix, codec=codec)]

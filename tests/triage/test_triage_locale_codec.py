@@ -101,3 +101,22 @@ def test_a_crash_after_a_logging_error_is_the_failure():
 
 def test_a_run_that_trains_after_the_line_went_on():
     assert all(f.rule != "TRI040" for f in _tri(GBK_DATA + "{'loss': 0.5, 'epoch': 0.2}\n"))
+
+
+def test_only_trls_template_reader_gets_the_trl_release():
+    """TRL 1.6.0 passes the encoding where it reads its chat templates, not everywhere: a model
+    card TRL writes itself names no TRL release."""
+    log = ASCII_CARD.replace(
+        '  File "/opt/conda/lib/python3.10/site-packages/huggingface_hub/repocard.py", line 120, in save\n'
+        "    f.write(str(self))\n",
+        "",
+    )
+    (f,) = _tri(log)
+    assert f.rule == "TRI040" and "trl>=" not in f.fix
+
+
+def test_a_data_file_in_another_encoding_is_told_to_convert():
+    """chatglm3-finetune#11 (reach, not written from): json.load of the user's dataset under GBK;
+    the maintainers' answer was the dataset's encoding."""
+    (f,) = _tri(GBK_DATA)
+    assert "convert it to UTF-8" in f.fix and "PYTHONUTF8=1" in f.fix
