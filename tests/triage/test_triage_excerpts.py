@@ -41,6 +41,8 @@ EXCERPTS = {
     "quoted_exception.log": ("quoted-exception", "TRI003", "warning"),
     "api_drift_attribute.log": ("api-drift-attribute", "TRI009", "error"),
     "locale_codec.log": ("legacy-locale-codec", "TRI040", "error"),
+    # yuvalkirstain/PickScore#2: the accelerate default config's DeepSpeed fields beside a JSON
+    "accelerate_ds_fields.log": ("accelerate-fields-beside-deepspeed-json", "LAY025", "error"),
 }
 
 
