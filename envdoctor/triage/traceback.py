@@ -24,6 +24,26 @@ from envdoctor.triage.traceback_model import Frame, Traceback
 MAX_LINES = 400  # lines of one failure looked at (the scanner keeps at most 41)
 MAX_FRAMES = 200
 
+#: fine-tuning frameworks run from a source checkout as often as installed: a frame of one
+#: (``LLaMA-Factory/src/llamafactory/train/dpo/trainer.py``) is the framework's code, never the
+#: user's own (TRI032's "your code"); their names recur as folders of other packages
+#: (``swift/megatron/``, ``verl/utils/megatron/``), which ``package_of`` leaves to those
+_FRAMEWORKS = {
+    "llamafactory": "llamafactory",
+    "llmtuner": "llmtuner",  # LLaMA-Factory before its rename
+    "axolotl": "axolotl",
+    "lmflow": "lmflow",
+    "xtuner": "xtuner",
+    "torchtune": "torchtune",
+    "trlx": "trlx",
+    "nemo_aligner": "nemo-aligner",
+    "megatron": "megatron",
+    "sglang": "sglang",
+    "prime_rl": "prime-rl",
+    "slime": "slime",
+    "open_instruct": "open-instruct",
+}
+
 #: import name (a path component) -> distribution name, for the packages of the GRPO stack and the
 #: wrappers users run TRL through; any other package under site-packages is named as it is
 PACKAGES = {
@@ -57,22 +77,7 @@ PACKAGES = {
     "areal": "areal",
     "lighteval": "lighteval",
     "lm_eval": "lm-eval",
-    # fine-tuning frameworks run from a source checkout as often as installed: a frame of one
-    # (``LLaMA-Factory/src/llamafactory/train/dpo/trainer.py``) is the framework's code, never the
-    # user's own (TRI032's "your code")
-    "llamafactory": "llamafactory",
-    "llmtuner": "llmtuner",  # LLaMA-Factory before its rename
-    "axolotl": "axolotl",
-    "lmflow": "lmflow",
-    "xtuner": "xtuner",
-    "torchtune": "torchtune",
-    "trlx": "trlx",
-    "nemo_aligner": "nemo-aligner",
-    "megatron": "megatron",
-    "sglang": "sglang",
-    "prime_rl": "prime-rl",
-    "slime": "slime",
-    "open_instruct": "open-instruct",
+    **_FRAMEWORKS,
 }
 
 _FRAME = re.compile(
@@ -126,14 +131,6 @@ _CONTEXT = "During handling of the above exception, another exception occurred"
 _FENCE = re.compile(r"^(?:```|~~~)")
 _QUOTE = re.compile(r"^(?:>\s?){1,8}")
 _MARKERS = ("^^^", "~~~", "...")
-
-
-#: the fine-tuning frameworks among ``PACKAGES`` (their names recur as folders of other packages:
-#: ``swift/megatron/``, ``verl/utils/megatron/``, ``nemo_rl/models/megatron/``)
-_FRAMEWORKS = frozenset(
-    {"llamafactory", "llmtuner", "axolotl", "lmflow", "xtuner", "torchtune", "trlx", "nemo_aligner"}
-    | {"megatron", "sglang", "prime_rl", "slime", "open_instruct"}
-)
 
 
 #: folders in which a package keeps its copy of another one's code (``verl/third_party/vllm``)
