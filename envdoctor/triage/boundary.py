@@ -165,24 +165,12 @@ def _last_run(frames: list[Frame], package: str) -> tuple[Frame | None, Frame | 
 _CONSOLE_SCRIPT = re.compile(r"/bin/[\w.-]{1,100}$")
 
 
-#: Python's own library on Windows (``C:\\Python312\\Lib\\importlib\\__init__.py``, a
-#: per-user install's ``…\\Programs\\Python\\Python312\\Lib\\…``), outside site-packages
-_WINDOWS_STDLIB = re.compile(r"(?i)[\\/]python3\d{0,2}[\\/]lib[\\/](?!site-packages[\\/])")
-
-
-def python_own(f: Frame) -> bool:
-    """Python's own frame: ``<frozen …>``, or a file of the standard library (POSIX or Windows)."""
-    return f.package is None and (
-        f.path.startswith("<") or "/lib/python3" in f.path or bool(_WINDOWS_STDLIB.search(f.path))
-    )
-
-
 def _user(f: Frame) -> bool:
     """A frame of the user's code (not a package's, not Python's own ``<frozen …>`` or standard
     library, not a package's console script)."""
     return (
         f.package is None
-        and not python_own(f)
+        and not f.python_own
         and not (_CONSOLE_SCRIPT.search(f.path.replace("\\", "/")) and not f.path.endswith(".py"))
     )
 
@@ -255,8 +243,8 @@ def find(tb: Traceback) -> Boundary | None:
         what = f"{missing} of {module}" if missing else f"the module {module}"
         if caller is None and frames and all(f.package == callee for f in frames if f.package):
             return None  # the package importing itself: a broken install, not another package
-        importer = next((f for f in reversed(frames) if not python_own(f)), None)
-        if frames and python_own(frames[-1]) and importer is not None and importer.package == callee:
+        importer = next((f for f in reversed(frames) if not f.python_own), None)
+        if frames and frames[-1].python_own and importer is not None and importer.package == callee:
             return None  # its own code imports it through importlib: a broken install of it
         verb = (
             f"imports {missing} from {module}"

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from envdoctor.triage.draft import Draft, Log
 from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Frame, Traceback
+from envdoctor.triage.traceback_model import python_own_path
 
 MAX_CANDIDATES = 3  # known failures offered
 #: functions so common that a frame in one says nothing of which failure it raised
@@ -54,7 +55,6 @@ _GENERIC_FUNCTIONS = frozenset(
     }
 )
 #: a file of Python's own library (``…/lib/python3.12/argparse.py``), not of site-packages
-_STDLIB = re.compile(r"/lib/python3\.\d{1,2}/(?!site-packages/|dist-packages/)")
 _FROM_IMPORT = re.compile(r"^from (?P<module>[A-Za-z_][\w.]{0,200}) import \(?(?P<names>[\w, ]{1,400})\)?$")
 _RAISE = re.compile(r"^raise (?:[\w]{1,60}\.){0,4}(?P<type>[A-Z]\w{0,60})\b")
 _LITERAL = re.compile(r"""(?P<q>"|')(?P<s>(?:\\.|(?!(?P=q)).){4,1000})(?P=q)""")
@@ -266,7 +266,7 @@ def _at(f: Frame, log: Log) -> str:
         who = f"{f.package}{_version(log, f.package)}"
     else:
         path = f.path.replace("\\", "/")
-        who = "Python" if path.startswith("<frozen") or _STDLIB.search(path) else "your code"
+        who = "Python" if python_own_path(path) else "your code"
     return f"{who} {f.function + ' ' if f.function else ''}({f.at})"
 
 

@@ -30,20 +30,13 @@ def _hook(f: Frame) -> bool:
     return f.package is not None and f.function.rsplit(".", 1)[-1] in HOOKS
 
 
-def _python(f: Frame) -> bool:
-    """Python's own frame (``<frozen importlib._bootstrap>``, the standard library): machinery
-    between the code that asked and the hook, never the asker."""
-    path = f.path.replace("\\", "/")
-    return f.package is None and (path.startswith("<") or "/lib/python3" in path)
-
-
 def hand_on(tb: Traceback) -> bool:
     """Record the frame that made the attribute access an ``AttributeError`` raised in a
     package's attribute hooks is about (module docstring); whether one was."""
     if tb.name != "AttributeError" or tb.call_site >= 0 or not tb.frames or not _hook(tb.frames[-1]):
         return False
     i = len(tb.frames) - 1
-    while i >= 0 and (_hook(tb.frames[i]) or _python(tb.frames[i])):
+    while i >= 0 and (_hook(tb.frames[i]) or tb.frames[i].python_own):
         i -= 1
     if i < 0:
         return False

@@ -3,7 +3,22 @@ before it. Parsed from a log by ``envdoctor.triage.traceback``; read by every st
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+#: a file of Python's own library: POSIX ``…/lib/python3.12/argparse.py``, Windows
+#: ``…\\Python312\\Lib\\importlib\\__init__.py`` (a per-user install's ``…\\Programs\\Python\\…``),
+#: outside site-packages
+_STDLIB = re.compile(
+    r"/lib/python3\.\d{1,2}/(?!site-packages/|dist-packages/)"
+    r"|(?i:[\\/]python3\d{0,2}[\\/]lib[\\/](?!site-packages[\\/]))"
+)
+
+
+def python_own_path(path: str) -> bool:
+    """``path`` is Python's own: ``<frozen importlib._bootstrap>``, ``<string>``'s kin, or a file of
+    the standard library (POSIX or Windows)."""
+    return path.startswith("<") or _STDLIB.search(path) is not None
 
 
 @dataclass(frozen=True)
@@ -18,6 +33,11 @@ class Frame:
     function: str
     line: int
     code: str = ""
+
+    @property
+    def python_own(self) -> bool:
+        """Python's own frame (``python_own_path``), never a package's."""
+        return self.package is None and python_own_path(self.path)
 
     @property
     def at(self) -> str:

@@ -71,10 +71,10 @@ def test_a_package_importing_its_own_module_through_windows_stdlib_is_no_drift()
 
 
 def test_windows_stdlib_frames_are_pythons_own_and_user_files_stay_the_users():
-    from envdoctor.triage.boundary import _user, python_own
+    from envdoctor.triage.boundary import _user
     from envdoctor.triage.traceback_model import Frame
 
     lib = Frame(None, f"{WIN}\\importlib\\__init__.py", "importlib/__init__.py", "import_module", 90)
     mine = Frame(None, "C:\\Users\\dev\\grpo\\train.py", "train.py", "<module>", 3)
-    assert python_own(lib) and not _user(lib)
-    assert _user(mine) and not python_own(mine)
+    assert lib.python_own and not _user(lib)
+    assert _user(mine) and not mine.python_own
