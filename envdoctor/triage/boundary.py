@@ -432,6 +432,10 @@ def _abstract_stub(f: Frame, message: str) -> bool:
 _DUNDER_OPS = frozenset({"__getitem__", "__len__", "__iter__", "__setitem__", "__contains__"})
 
 
+#: a call's message that does not bind (the keyword, the counts), for the callers of another module
+CALL_SHAPE = _CALL
+
+
 def calls_by_name(code: str, func: str) -> bool:
     """``_calls``, for the callers of another module."""
     return _calls(code, func)

@@ -800,14 +800,12 @@ def _own_frame_call(tb: Traceback, b: boundary.Boundary) -> boundary.Boundary | 
         or not boundary.calls_by_name(caller.code, b.func)
     ):
         return None
-    kwarg = _KWARG.search(tb.message)
-    verb = f"calls {b.func}() with {kwarg.group(1)}=" if kwarg else b.verb
+    call = boundary.CALL_SHAPE.search(tb.message)
+    kwarg = call.group("kwarg") if call else None
+    verb = f"calls {b.func}() with {kwarg}=" if kwarg else b.verb
     lacks = "does not take in the installed release" if kwarg else b.lacks
     return replace(b, caller=b.callee, caller_frame=caller, intra=True, verb=verb, lacks=lacks)
 
-
-#: the keyword a call passed that its callee does not take
-_KWARG = re.compile(r"got an unexpected keyword argument '(\w{1,200})'")
 
 
 def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
