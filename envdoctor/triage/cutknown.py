@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from envdoctor.knowledge.failures import KnownFailure
 from envdoctor.triage.draft import Draft, Log
 from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Frame, Traceback
@@ -54,7 +55,6 @@ _GENERIC_FUNCTIONS = frozenset(
         "__getitem__",
     }
 )
-#: a file of Python's own library (``…/lib/python3.12/argparse.py``), not of site-packages
 _FROM_IMPORT = re.compile(r"^from (?P<module>[A-Za-z_][\w.]{0,200}) import \(?(?P<names>[\w, ]{1,400})\)?$")
 _RAISE = re.compile(r"^raise (?:[\w]{1,60}\.){0,4}(?P<type>[A-Z]\w{0,60})\b")
 _LITERAL = re.compile(r"""(?P<q>"|')(?P<s>(?:\\.|(?!(?P=q)).){4,1000})(?P=q)""")
@@ -122,31 +122,44 @@ def _statement(f: Frame) -> str:
     return " ".join(f.code.split())[:1000]
 
 
-def _entries() -> list[object]:
+def _entries() -> list[KnownFailure]:
     from envdoctor.triage import catalogue
 
     return list(catalogue.catalogue()[2].values())
 
 
-def _by_frame(e: object, f: Frame, log: Log) -> str:
-    """Why entry ``e`` fits the deepest frame by its ``raised.frames`` (1), or ""."""
+def _own_frame(e: KnownFailure, f: Frame, log: Log, specific: bool) -> tuple[str, str, str] | None:
+    """``(file, function, versions detail)`` where the deepest frame ``f`` is one of entry ``e``'s
+    ``raised.frames`` (its package, its file, and its function where it names one; with
+    ``specific`` only a named function that is no generic step) and the log's versions do not rule
+    ``e`` out (with ``specific``: they must confirm it); None otherwise."""
     from envdoctor.triage.classes import _versions_verdict
 
-    raised = getattr(e, "raised", None)
-    if not raised or not f.package:
-        return ""
-    for package, file, function in raised[2]:
+    if not e.raised or not f.package:
+        return None
+    for package, file, function in e.raised[2]:
         if package != f.package or not file or not f.module_path.endswith(file):
             continue
-        if function in _GENERIC_FUNCTIONS or f.function.split(".")[-1] != function.split(".")[-1]:
+        if specific and function in _GENERIC_FUNCTIONS:
             continue
-        verdict, detail = _versions_verdict(dict(getattr(e, "packages", {})), log)
-        if verdict is True:
-            return f"it is raised in {_whose(f.package)} {function} ({file}), the deepest frame; {detail}"
-    return ""
+        if (function or specific) and f.function.split(".")[-1] != function.split(".")[-1]:
+            continue
+        verdict, detail = _versions_verdict(dict(e.packages), log)
+        if verdict is True or (verdict is None and not specific):
+            return file, function, detail if verdict else ""
+    return None
 
 
-def _by_statement(e: object, f: Frame, log: Log) -> str:
+def _by_frame(e: KnownFailure, f: Frame, log: Log) -> str:
+    """Why entry ``e`` fits the deepest frame by its ``raised.frames`` (1), or ""."""
+    found = _own_frame(e, f, log, specific=True)
+    if found is None or not f.package:
+        return ""
+    file, function, detail = found
+    return f"it is raised in {_whose(f.package)} {function} ({file}), the deepest frame; {detail}"
+
+
+def _by_statement(e: KnownFailure, f: Frame, log: Log) -> str:
     """Why entry ``e`` fits the deepest frame's source line or its message literal (2), or ""."""
     from envdoctor.triage.classes import _versions_verdict
 
@@ -156,15 +169,13 @@ def _by_statement(e: object, f: Frame, log: Log) -> str:
     literal = ""
     if code.startswith(("raise ", "assert ")):
         literal = " ".join(m.group("s") for m in _LITERAL.finditer(code))
-    raised = getattr(e, "raised", None)
-    for s in getattr(e, "symptoms", ()):
-        text = getattr(s, "text", "")
-        if len(text) < 16 and not text.startswith("re:"):
+    for s in e.symptoms:
+        if len(s.text) < 16 and not s.text.startswith("re:"):
             continue  # too short to tell a statement apart
         if s.found_in(code) or (literal and s.found_in(literal)):
-            if raised and raised[2] and not any(p == f.package for p, _, _ in raised[2]):
+            if e.raised and e.raised[2] and not any(p == f.package for p, _, _ in e.raised[2]):
                 continue  # the entry's own frames are another package's
-            verdict, detail = _versions_verdict(dict(getattr(e, "packages", {})), log)
+            verdict, detail = _versions_verdict(dict(e.packages), log)
             if verdict is False:
                 continue
             shown = f"; {detail}" if verdict else ""
@@ -181,27 +192,19 @@ def _raised_type(code: str) -> str:
     return m.group("type") if m else ""
 
 
-def _by_raise(e: object, f: Frame, log: Log) -> str:
+def _by_raise(e: KnownFailure, f: Frame, log: Log) -> str:
     """Why entry ``e`` fits: the deepest frame's statement raises the entry's exception, in the
     entry's own frame (package, file, function where it names one) (4), or ""."""
-    from envdoctor.triage.classes import _versions_verdict
-
-    raised = getattr(e, "raised", None)
     kind = _raised_type(_statement(f))
-    if not raised or not kind or not f.package or raised[0].rsplit(".", 1)[-1] != kind:
+    if not e.raised or not kind or not f.package or e.raised[0].rsplit(".", 1)[-1] != kind:
         return ""
-    for package, file, function in raised[2]:
-        if package != f.package or not file or not f.module_path.endswith(file):
-            continue
-        if function and f.function.split(".")[-1] != function.split(".")[-1]:
-            continue
-        verdict, detail = _versions_verdict(dict(getattr(e, "packages", {})), log)
-        if verdict is False:
-            continue
-        shown = f"; {detail}" if verdict else ""
-        code = _statement(f)[:120]
-        return f"the deepest frame's statement `{code}` is its raise, in {_whose(f.package)} {file}{shown}"
-    return ""
+    found = _own_frame(e, f, log, specific=False)
+    if found is None:
+        return ""
+    file, _function, detail = found
+    shown = f"; {detail}" if detail else ""
+    code = _statement(f)[:120]
+    return f"the deepest frame's statement `{code}` is its raise, in {_whose(f.package)} {file}{shown}"
 
 
 def _by_import(f: Frame, log: Log) -> Candidate | None:
@@ -238,15 +241,7 @@ def candidates(tb: Traceback, log: Log) -> list[Candidate]:
     for e in _entries():
         why = _by_raise(e, f, log) or _by_statement(e, f, log) or _by_frame(e, f, log)
         if why:
-            out.append(
-                Candidate(
-                    str(getattr(e, "id", "")),
-                    str(getattr(e, "title", "")),
-                    why,
-                    str(getattr(e, "fix", "")),
-                    tuple(getattr(e, "sources", ())),
-                )
-            )
+            out.append(Candidate(e.id, e.title, why, e.fix, tuple(e.sources)))
     drift = _by_import(f, log)
     if drift is not None:
         out.append(drift)

@@ -807,7 +807,6 @@ def _own_frame_call(tb: Traceback, b: boundary.Boundary) -> boundary.Boundary | 
     return replace(b, caller=b.callee, caller_frame=caller, intra=True, verb=verb, lacks=lacks)
 
 
-
 def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[str, str]) -> Draft:
     """A package's call of its own function that does not fit it (``boundary.own_call``): TRI031,
     an error for a method (``Class.method``: a subclass of the user's would print its own class),
