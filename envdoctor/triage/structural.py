@@ -824,11 +824,12 @@ def own_drift(b: boundary.Boundary, ms: Sequence[Match], log: Log, have: dict[st
         "checkout or a Ray working_dir copy beside the installed package)"
     )
     fix = (
-        f"install one {pkg} release in which this call and {b.func}() agree: the newest "
-        f"(pip install -U '{pkg}'), reinstalled so no file of another revision is left "
-        f"(pip install --force-reinstall --no-deps '{pkg}'); from a source checkout, update it "
-        "(git pull) and install it again (pip install -e .). If the newest release fails the same way, "
-        "pin the release you ran before and report it upstream with this traceback"
+        f"reinstall the {pkg} release you run so no file of another revision is left (pip install "
+        f"--force-reinstall --no-deps '{pkg}=={version or '<the release `pip show ' + pkg + '` names>'}'); "
+        "from a source checkout, update it (git pull) and install it again (pip install -e .). If "
+        f"that release fails the same way, the call and {b.func}() disagree inside it: the newest "
+        f"(pip install -U '{pkg}'), or pin the release you ran before, and report it upstream with "
+        "this traceback"
     )
     patched = any(p in ("unsloth", "unsloth-zoo") for p in log.versions) or any(
         "unsloth" in (f.path or "").lower() for t in b.exc.all() for f in t.frames
