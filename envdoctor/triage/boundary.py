@@ -170,6 +170,7 @@ def _user(f: Frame) -> bool:
     library, not a package's console script)."""
     return (
         f.package is None
+        and not f.path.startswith("<")
         and not f.python_own
         and not (_CONSOLE_SCRIPT.search(f.path.replace("\\", "/")) and not f.path.endswith(".py"))
     )

@@ -30,13 +30,18 @@ def _hook(f: Frame) -> bool:
     return f.package is not None and f.function.rsplit(".", 1)[-1] in HOOKS
 
 
+def _unnamed(f: Frame) -> bool:
+    """A frame of code without a file of its own (``<string>``): machinery, never the asker."""
+    return f.package is None and f.path.startswith("<")
+
+
 def hand_on(tb: Traceback) -> bool:
     """Record the frame that made the attribute access an ``AttributeError`` raised in a
     package's attribute hooks is about (module docstring); whether one was."""
     if tb.name != "AttributeError" or tb.call_site >= 0 or not tb.frames or not _hook(tb.frames[-1]):
         return False
     i = len(tb.frames) - 1
-    while i >= 0 and (_hook(tb.frames[i]) or tb.frames[i].python_own):
+    while i >= 0 and (_hook(tb.frames[i]) or (tb.frames[i].python_own or _unnamed(tb.frames[i]))):
         i -= 1
     if i < 0:
         return False

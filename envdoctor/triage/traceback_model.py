@@ -16,9 +16,10 @@ _STDLIB = re.compile(
 
 
 def python_own_path(path: str) -> bool:
-    """``path`` is Python's own: ``<frozen importlib._bootstrap>``, ``<string>``'s kin, or a file of
-    the standard library (POSIX or Windows)."""
-    return path.startswith("<") or _STDLIB.search(path) is not None
+    """``path`` is Python's own: ``<frozen importlib._bootstrap>`` or a file of the standard library
+    (POSIX or Windows). Not ``<string>`` (code compiled at run time) nor a path a paste shortened
+    (``<...>/site-packages/…``)."""
+    return path.startswith("<frozen ") or _STDLIB.search(path) is not None
 
 
 @dataclass(frozen=True)
