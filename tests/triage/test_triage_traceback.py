@@ -454,3 +454,25 @@ def test_a_log_that_ends_on_a_frame_line_without_its_line_number_ends():
     ]
     (tb,) = parse(lines)
     assert not tb.exc_type and tb.frames[-1].function == "_save_zero_checkpoint"
+
+
+def test_every_cut_of_a_traceback_parses():
+    """A paste can stop at any character: cut a traceback at every point of its last frames (each
+    line split where a terminal could wrap it, too) and parse each cut; every one must end, and the
+    unwrapped cuts keep the frames before the cut."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/src/transformers/trainer.py", line 1212, in _save_checkpoint\n'
+        "    self.deepspeed.save_checkpoint(output_dir)\n"
+        '  File "/src/deepspeed/runtime/engine.py", line 1667, in _save_zero_checkpoint\n'
+        "    zero_sd = {'optimizer_state_dict': self.optimizer.state_dict()}\n"
+        '  File "/src/deepspeed/runtime/zero/stage3.py", line 2502, in state_dict\n'
+        "    raise NotImplementedError(\n"
+    )
+    start = text.index('  File "/src/deepspeed/runtime/engine.py"')
+    for cut in range(start, len(text)):
+        lines = text[:cut].split("\n")
+        wrapped = [piece for line in lines for piece in (line[:40], line[40:]) if piece]
+        (tb,) = parse(lines)
+        assert tb.frames and tb.frames[0].function == "_save_checkpoint"
+        assert isinstance(parse(wrapped), list)  # wrapped at any column: it ends
