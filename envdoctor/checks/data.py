@@ -226,6 +226,45 @@ def prompt_column_fix(columns: list[str]) -> str:
     return "give the dataset a 'prompt' column (plain text or a list of {role, content} messages)"
 
 
+def column_fix(column: str, config_key: str | None = None) -> str:
+    """DAT002's fix for a dataset that lacks ``column`` (a trainer's, read in a log: the dataset's
+    own columns unknown); ``config_key``: the config key that names the column (SFT's
+    dataset_text_field)."""
+    fix = (
+        "rename the dataset's column that holds it: "
+        f"dataset = dataset.rename_column('<its column>', {column!r})"
+    )
+    if config_key:
+        fix += f", or set {config_key} to that column ({config_key}='<its column>')"
+    return fix
+
+
+def reward_argument_fix(name: str) -> str:
+    """DAT007's fix for a reward function's required parameter nothing supplies (the check's, the
+    probe's and triage's)."""
+    return (
+        f"give the dataset a {name!r} column (dataset = dataset.rename_column('<the column that holds "
+        f"it>', {name!r})), or name the parameter after the dataset's column that holds it; a default "
+        f"({name}=None) only where the function does without it"
+    )
+
+
+def reward_kwargs_fix(func: str) -> str:
+    """DAT008's fix for a reward function without ``**kwargs`` (the check's, the probe's and
+    triage's)."""
+    return f"add **kwargs to {func}'s parameters: def {func}(..., **kwargs)"
+
+
+def reward_return_fix(func: str) -> str:
+    """DAT010's fix (the check's, the probe's and triage's)."""
+    return f"end {func} with `return [...]`: one float per completion, on every path"
+
+
+def reward_length_fix(func: str) -> str:
+    """DAT013's fix (the probe's and triage's)."""
+    return f"return a list with one float per completion from {func}: len(result) == len(completions)"
+
+
 @rule("DAT002", needs=("trl-trainer",))
 def dataset_no_prompt_column(ctx: Context) -> Iterator[Hit]:
     view = _view(ctx)
@@ -562,9 +601,7 @@ def reward_missing_argument(ctx: Context) -> Iterator[Hit]:
             yield hit(
                 f"{_where(func)} requires {p.name!r}, which nothing supplies: {why}. It raises "
                 f"\"{func.name}() missing 1 required positional argument: '{p.name}'\" at the first step",
-                fix="remove_unused_columns: false"
-                if dropped
-                else f"add a {p.name!r} column to the dataset, or give {p.name} a default",
+                fix="remove_unused_columns: false" if dropped else reward_argument_fix(p.name),
                 severity=ctx.on_trl("error"),
                 function=func.name,
                 parameter=p.name,
@@ -668,7 +705,7 @@ def reward_unexpected_keyword(ctx: Context) -> Iterator[Hit]:
             f'{_listed(extra)}: it raises "{func.name}() got an unexpected keyword argument '
             f"'{extra[0]}'\" at the first step"
             + ("" if columns is not None else " (the dataset's columns were not read: there may be more)"),
-            fix=f"add **kwargs to {func.name}'s parameters: def {func.name}(..., **kwargs)",
+            fix=reward_kwargs_fix(func.name),
             severity=ctx.on_trl("error"),
             function=func.name,
             unexpected=extra,
@@ -711,7 +748,7 @@ def reward_returns_nothing(ctx: Context) -> Iterator[Hit]:
             f"{_where(func)} never returns a value: it returns None, and TRL needs a list with one "
             "reward (a float, or None to skip) per completion; the first step raises "
             "(\"'NoneType' object is not iterable\")",
-            fix=f"end {func.name} with `return [...]`: one float per completion",
+            fix=reward_return_fix(func.name),
             severity=ctx.on_trl("error"),
             function=func.name,
         )

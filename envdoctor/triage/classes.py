@@ -12,15 +12,16 @@ from collections.abc import Sequence
 
 from envdoctor import versions
 from envdoctor.checks.context import Context
+from envdoctor.findings import Severity
 from envdoctor.plan.interface import DEFAULT_SERVER_HOST, DEFAULT_SERVER_PORT, server_address
 from envdoctor.redact import cut
 from envdoctor.triage import knobs
 from envdoctor.triage.confirm import confirm, dataparallel, layout_given
 from envdoctor.triage.confirm import from_log as from_log_of
-from envdoctor.triage.draft import Draft, Log, context_has, finding, frames, reject
+from envdoctor.triage.draft import Draft, Log, at_severity, context_has, finding, frames, reject
 from envdoctor.triage.interface import Match
 from envdoctor.triage.scanner import split_prefix
-from envdoctor.triage.traceback import Frame, Traceback, package_of
+from envdoctor.triage.traceback import Frame, Traceback, failure, package_of
 from envdoctor.units import size_text
 
 # -- the vLLM server (server mode, TRL >= 0.16) ------------------------------------------------
@@ -264,33 +265,50 @@ def _function(body: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+def _reward_called(first: Match, log: Log) -> bool:
+    """Whether the traceback shows the call that raised as TRL's call of the reward functions: its
+    innermost frame is that call (``trainercols.reward_call``), not the user's code calling a
+    function of its own whose name says reward."""
+    from envdoctor.triage import trainercols
+
+    tb = failure(first.context, first.text, first.line_no)
+    if tb is None or not tb.frames:
+        return False
+    trl = log.versions.get("trl")
+    return bool(trainercols.reward_call(tb.frames[-1], trl.version if trl is not None else None))
+
+
 def call_signature(ms: list[Match], log: Log) -> list[Draft]:
+    """A reward function called with TRL's keywords it does not take (DAT008) or without one it
+    requires (DAT007, the data rules' own ids): an error where the frames show TRL's reward call,
+    a warning where only the function's name says reward. Any other call: the drift answer."""
+    from envdoctor.checks.data import reward_argument_fix, reward_kwargs_fix
+
     first = ms[0]
     g, func = first.groups, _function(first.text)
     owners = [o for f in frames(first) if (o := package_of(f)[0])]
-    reward = context_has(first, *_REWARD_CALL) or "reward" in func.lower()
+    proved = _reward_called(first, log)
+    reward = proved or context_has(first, *_REWARD_CALL) or "reward" in func.lower()
     trainer = "GRPOTrainer" if "trl" in owners else "the trainer"
+    level = Severity.ERROR if proved else Severity.WARNING
     if reward and "kwarg" in g:
         what = (
             f"reward function {func}() does not accept the keyword argument '{g['kwarg']}': "
             f"{trainer} passes the completions and the dataset's other columns to reward "
             "functions by keyword"
         )
-        fix = f"accept **kwargs in {func}: def {func}(completions, **kwargs)"
-        return [finding("TRI007", ms, log, what, fix)]
+        return [at_severity(finding("DAT008", ms, log, what, reward_kwargs_fix(func)), level)]
     if reward and "missing" in g:
         wanted = re.findall(r"'(\w{1,200})'", g["missing"])
         names = ", ".join(wanted) or g["missing"]
         what = (
             f"reward function {func}() requires {names}, which {trainer} did not pass: the "
-            "batch has no column of that name"
+            "dataset has no column of that name (TRL passes each column but prompt to the reward "
+            "functions by keyword)"
         )
-        fix = (
-            f"give the dataset a column named {names} (dataset.rename_column(old, new)) and "
-            "keep it in the batch (remove_unused_columns: false), or rename "
-            f"{func}'s parameter to the dataset's column; keep **kwargs"
-        )
-        return [finding("TRI007", ms, log, what, fix)]
+        fix = reward_argument_fix(wanted[0] if wanted else names)
+        fix += " (and keep remove_unused_columns: false, GRPOConfig's default, so that the column reaches it)"
+        return [at_severity(finding("DAT007", ms, log, what, fix), level)]
     return reject(ms)  # not a reward function: left to the drift answer (structural.api_drift)
 
 

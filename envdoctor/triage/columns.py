@@ -6,16 +6,16 @@ Three shapes, each read from the traceback model (``traceback.Traceback``):
    columns in the dataset: ['problem', 'solution']`` (``remove_columns``, ``rename_column``,
    ``select_columns``, a row's ``__getitem__``), ``Column 'prompt' not found in the dataset``,
    ``Column (label) not in table columns (…)``: the column asked for, and those the dataset has.
-2. **TRL reading a row's column**: a ``KeyError: 'prompt'`` raised in TRL's own data code
-   (``trl/data_utils.py``: ``maybe_apply_chat_template``, ``is_conversational``) where the frame's
-   source line indexes the row (``example["prompt"]``): the dataset given to TRL's trainer has no
-   such column (GRPO reads ``prompt``; preference trainers ``chosen`` / ``rejected``).
+2. **A trainer reading a row's column** (DAT002, the data rule's own id): a ``KeyError: 'text'``
+   raised in a TRL trainer's data preparation (SFT's ``tokenize``, DPO's ``tokenize_row``, TRL's
+   ``data_utils``) for a column that trainer reads (``trainercols``: the table per TRL release): the
+   dataset given to the trainer has no such column.
 3. **A training script's own check of its column argument**: a message that names a dataset's
    column or field and refuses it ("Dataset Question Field Error: {prompt_column} is not
    supported.", "prompt column 'question' not found in dataset"), with the script's argument that
    names the column (a ``*_column`` / ``*_field`` name).
 
-The fix: give the dataset the column the code reads (``dataset.rename_column(old, new)``) or point
+TRI015's fix: give the dataset the column the code reads (``dataset.rename_column(old, new)``) or point
 the script's column argument at a column the dataset has. An error: the data is refused on every
 run, whatever the releases.
 """
@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 
 from envdoctor.findings import Finding, Severity
-from envdoctor.triage.draft import Draft, Log, finding
+from envdoctor.triage import trainercols
+from envdoctor.triage.draft import Draft, Log, at_severity, finding
 from envdoctor.triage.interface import Match
 from envdoctor.triage.traceback import Traceback
 
@@ -41,12 +42,6 @@ _DATASETS = (
     ),
     re.compile(r"Column \((?P<col>[^)\n]{1,200})\) not in table columns \((?P<have>" + _LIST + r")\)"),
 )
-#: a row of a dataset indexed by a column name in a frame's source line (``example["prompt"]``)
-_ROW_INDEX = re.compile(
-    r"\b(?:example|examples|row|sample|batch|features|x|item|data)\[(?P<q>['\"])(?P<col>\w{1,80})(?P=q)\]"
-)
-#: TRL's code that reads the dataset's rows
-_TRL_DATA = ("data_utils.py", "_prepare_dataset", "tokenize", "apply_chat_template", "is_conversational")
 #: a script's own words: a dataset's column or field it cannot find or does not take
 _SCRIPT = re.compile(
     r"(?i)\b(?:dataset|data|question|prompt|answer|completion|solution)\b[^.\n]{0,60}\b(?:column|field|key)s?\b"
@@ -77,14 +72,10 @@ def missing_column(tb: Traceback, m: Match, log: Log) -> Draft | None:
             source = "datasets"
             break
     if not source and tb.name == "KeyError" and tb.frames:
-        last = tb.frames[-1]
-        key = re.fullmatch(r"['\"](?P<col>\w{1,80})['\"]", message)
-        index = _ROW_INDEX.search(last.code or "")
-        in_trl_data = last.package == "trl" and any(
-            p in last.module_path or p == last.function for p in _TRL_DATA
-        )
-        if key is not None and index is not None and index.group("col") == key.group("col") and in_trl_data:
-            col, source = key.group("col"), "trl"
+        trl = log.versions.get("trl")
+        read = trainercols.column_read(tb, trl.version if trl is not None else None)
+        if read is not None:
+            return trainer_column(read, m, log)
     if not source:
         found = _SCRIPT.search(message)
         args = _COLUMN_ARG.findall(message)
@@ -98,12 +89,6 @@ def missing_column(tb: Traceback, m: Match, log: Log) -> Draft | None:
     if source == "datasets":
         what = f"the dataset has no column {asked or 'of the name asked for'}"
         what += f" (its columns: {have})" if have else ""
-    elif source == "trl":
-        last = tb.frames[-1]
-        what = (
-            f"the dataset given to TRL's trainer has no column '{col}': TRL reads it from every row "
-            f"({last.at}{' in ' + last.function if last.function else ''})"
-        )
     else:
         what = (
             f"the training script refused the dataset: the column its {arg} names "
@@ -118,11 +103,42 @@ def missing_column(tb: Traceback, m: Match, log: Log) -> Draft | None:
         "own column (the dataset card lists them: e.g. problem / question), or rename the dataset's column "
         "(dataset.rename_column)"
     )
-    if source == "trl":
-        fix += "; GRPO reads 'prompt' (and passes the other columns to the reward functions)"
-    elif source == "datasets" and have:
+    if source == "datasets" and have:
         fix += f", or ask for one of the columns it has ({have})"
     d = finding(RULE, [m], log, what, fix, column=col or None, columns=have or None, argument=arg or None)
     f = d.finding  # the data is refused on every run, whatever the releases: an error
     d.finding = Finding(f.rule, Severity.ERROR, f.message, f.fix, f.evidence)
     return d
+
+
+def trainer_column(read: trainercols.ColumnRead, m: Match, log: Log) -> Draft:
+    """DAT002 for a trainer's read of a column the dataset lacks: an error where the log's TRL
+    release reads that column (or the log shows none), a warning where only other releases do."""
+    from envdoctor.checks.data import column_fix
+
+    trainer = read.trainer or "TRL's trainer"
+    f = read.frame
+    named = f" (the column {read.config_key} names)" if read.config_key else ""
+    what = (
+        f"the dataset given to {trainer} has no '{read.column}' column{named}: {trainer} reads it "
+        f"from every row in its data preparation ({f.at}{' in ' + f.function if f.function else ''}), "
+        "before the first step"
+    )
+    if not read.listed:
+        what += "; the log's TRL release is not one envdoctor read this column for"
+    fix = column_fix(read.column, read.config_key or None)
+    fix += (
+        "; where a framework builds the dataset for TRL (its own DPO or SFT pipeline), install the "
+        "TRL release it pins"
+    )
+    d = finding(
+        "DAT002",
+        [m],
+        log,
+        what,
+        fix,
+        column=read.column,
+        trainer=read.trainer or None,
+        config_key=read.config_key or None,
+    )
+    return at_severity(d, Severity.ERROR if read.listed else Severity.WARNING)

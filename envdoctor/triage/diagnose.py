@@ -843,6 +843,22 @@ def diagnose(
     versions: Mapping[str, LogVersion] | None = None,
     head: bytes = b"",
 ) -> list[Finding]:
+    """``_diagnose``, with a catalogue finding of a data rule's own failure under that rule's id
+    (``dataids``)."""
+    from envdoctor.triage.dataids import named
+
+    return named(_diagnose(matches, ctx, counts, lines, last_line, versions, head))
+
+
+def _diagnose(
+    matches: Sequence[Match],
+    ctx: Context | None = None,
+    counts: Mapping[str, int] | None = None,
+    lines: int = 0,
+    last_line: Mapping[str, int] | None = None,
+    versions: Mapping[str, LogVersion] | None = None,
+    head: bytes = b"",
+) -> list[Finding]:
     """Findings for ``matches`` (from ``scan``), judged against ``ctx`` when given.
 
     ``counts`` (``ScanResult.counts``) gives the number of lines per signature when the scan kept

@@ -42,6 +42,9 @@ _OFFLINE = re.compile(
 VLLM_SERVER = "vllm-server"
 _VLLM_SERVER = re.compile(
     r"(?m)^\s*(?:\$ )?(?:\S*/)?(?:vllm serve\b|python3?(?:\.\d+)? -m vllm\.entrypoints\.openai\.api_server\b)"
+    # a Dockerfile's exec form: CMD ["python3", "-m", "vllm.entrypoints.openai.api_server", …]
+    r'|^\s*(?:CMD|ENTRYPOINT) \[\s{0,4}"(?:\S{0,200}/)?(?:vllm", "serve"|python3?(?:\.\d+)?", "-m", '
+    r'"vllm\.entrypoints\.openai\.api_server")'
 )
 _TRL = re.compile(r"\btrl\b|\w+Trainer\b")
 #: what is read of a log that does not fit in its head: the lines around its matches

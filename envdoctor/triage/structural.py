@@ -36,6 +36,7 @@ from envdoctor.triage import (
     programs,
     pyboundary,
     refusal,
+    rewardout,
     roots,
     samename,
     structclass,
@@ -972,6 +973,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or optional.undefined_name(t, m, log)
             or structclass.package_name_error(t, m, log)
             or columns.missing_column(t, m, log)
+            or rewardout.reward_output(t, m, log)
             or inference.inference_tensor(t, m, log)
             or programs.missing_program(t, m, log)
             or wrapped.through_wrapper(t, m, log)

@@ -3,6 +3,7 @@ the fix must be right for that run (named with its numbers), and quiet where the
 
 from __future__ import annotations
 
+from envdoctor.findings import Severity
 from envdoctor.triage.oom import OomLog, classify, parse_oom
 from tests.conftest import A100_40, H100, LEGACY, MODERN, snapshot
 from tests.triage.helpers import findings, judge, scan_bytes, scan_log
@@ -193,9 +194,37 @@ def test_reward_function_without_kwargs():
         "_calculate_rewards\n    output_reward_func = reward_func(\nTypeError: "
         "correctness() got an unexpected keyword argument 'answer'\n"
     )
+    f = _one(log)  # the data rule's own id: TRL's reward call is the frame that raised
+    assert f.rule == "DAT008" and f.severity == Severity.ERROR
+    assert "GRPOTrainer" in f.message and "'answer'" in f.message
+    assert f.fix == "add **kwargs to correctness's parameters: def correctness(..., **kwargs)"
+    # the user's own call of a function named for rewards, no frame of TRL's: likely, not proved
+    own = log.replace("/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", "/home/u/train.py")
+    own = own.replace("_calculate_rewards", "score").replace("output_reward_func = reward_func(", "s = f(x)")
+    own = own.replace("correctness()", "correctness_reward()")
+    f = _one(own)
+    assert f.rule == "DAT008" and f.severity == Severity.WARNING
+
+
+def test_reward_function_missing_a_column_names_the_data_rule_at_trls_reward_call():
+    log = (
+        '  File "/venv/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", line 799, in '
+        "_generate_and_score_completions\n    output_reward_func = reward_func(prompts=prompts, "
+        "completions=completions, **reward_kwargs)\nTypeError: accuracy_reward() missing 1 required "
+        "positional argument: 'solution'\n"
+    )
     f = _one(log)
-    assert f.rule == "TRI007" and "GRPOTrainer" in f.message and "'answer'" in f.message
-    assert f.fix == "accept **kwargs in correctness: def correctness(completions, **kwargs)"
+    assert f.rule == "DAT007" and f.severity == Severity.ERROR
+    assert "rename_column('<the column that holds it>', 'solution')" in f.fix
+    from envdoctor.checks.data import reward_argument_fix
+
+    assert f.fix.startswith(reward_argument_fix("solution"))  # the check's and the probe's fix
+    # a function of the user's own, not a reward, missing an argument: not the data rule
+    other = (
+        '  File "/home/u/train.py", line 40, in main\n    p = build_prompt(row)\n'
+        "TypeError: build_prompt() missing 1 required positional argument: 'solution'\n"
+    )
+    assert all(x.rule != "DAT007" for x in findings(scan_bytes(other)))
 
 
 def test_an_unexpected_keyword_elsewhere_is_not_called_a_reward_problem():

@@ -144,15 +144,69 @@ Traceback (most recent call last):
     last_role = example["prompt"][-1]["role"]
 KeyError: 'prompt'
 """
-    f = _one(trl)
-    assert f.rule == "TRI015" and f.severity == Severity.ERROR
+    f = _one(trl)  # the data rule's own id (DAT002), as the check names the dataset without it
+    assert f.rule == "DAT002" and f.severity == Severity.ERROR
     assert "'prompt'" in f.message and "data_utils.py:204" in f.message and "rename_column" in f.fix
     # the same KeyError in the user's own code: no claim about the data (the first-exception answer)
     own = trl.replace("/venv/lib/python3.11/site-packages/trl/data_utils.py", "/home/u/prep.py")
-    assert all(x.rule != "TRI015" for x in _found(own))
+    assert all(x.rule not in ("TRI015", "DAT002") for x in _found(own))
     # a KeyError in TRL that is no row's column (a dict of its own)
     other = trl.replace('example["prompt"][-1]["role"]', 'self._metrics[mode]["prompt"]')
-    assert all(x.rule != "TRI015" for x in _found(other))
+    assert all(x.rule not in ("TRI015", "DAT002") for x in _found(other))
+
+
+SFT_TEXT = """\
+[rank0]:   File "/env/lib/python3.11/site-packages/datasets/arrow_dataset.py", line 3552, in _map_single
+[rank0]:     batch = apply_function_on_filtered_inputs(
+[rank0]:   File "/env/lib/python3.11/site-packages/trl/trainer/sft_trainer.py", line 513, in tokenize
+[rank0]:     element[dataset_text_field] if formatting_func is None else formatting_func(element),
+[rank0]:   File "/env/lib/python3.11/site-packages/datasets/formatting/formatting.py", line 277, in __getitem__
+[rank0]:     value = self.data[key]
+[rank0]: KeyError: 'text'
+"""
+
+
+def test_a_trainers_data_preparation_reading_a_column_the_dataset_lacks_is_dat002():
+    f = _one(SFT_TEXT)  # the row indexed by the config key that names the column
+    assert f.rule == "DAT002" and f.severity == Severity.ERROR
+    assert "SFTTrainer" in f.message and "'text'" in f.message and "dataset_text_field" in f.message
+    assert "rename_column('<its column>', 'text')" in f.fix and "dataset_text_field=" in f.fix
+    from envdoctor.checks.data import column_fix
+
+    assert f.fix.startswith(column_fix("text", "dataset_text_field"))  # one fix with the check's
+    dpo = (
+        '  File "/env/lib/python3.9/site-packages/trl/trainer/dpo_trainer.py", line 87, in _tokenize\n'
+        '    prompt = features["prompt"]\n'
+        '  File "/env/lib/python3.9/site-packages/datasets/formatting/formatting.py", line 277, in __getitem__\n'
+        "    value = self.data[key]\nKeyError: 'prompt'\n"
+    )
+    f = _one(dpo)
+    assert f.rule == "DAT002" and "DPOTrainer" in f.message and "'prompt'" in f.message
+
+
+def test_a_key_the_trainer_built_itself_or_read_outside_its_data_preparation_is_not_dat002():
+    # a feature the trainer's own tokenization made (not a column of the user's dataset)
+    built = (
+        '  File "/env/lib/python3.10/site-packages/trl/trainer/dpo_trainer.py", line 700, in tokenize_row\n'
+        "    prompt_tokens = batch[\"prompt_input_ids\"]\nKeyError: 'prompt_input_ids'\n"
+    )
+    assert all(x.rule != "DAT002" for x in _found(built))
+    # a batch read in the trainer's evaluation loop, not its data preparation
+    evaluation = (
+        '  File "/env/lib/python3.10/site-packages/trl/trainer/kto_trainer.py", line 1600, in evaluation_loop\n'
+        '    target_indicies = [i for i in range(len(random_batch["kl"])) if random_batch["label"][i]]\n'
+        "KeyError: 'label'\n"
+    )
+    assert all(x.rule != "DAT002" for x in _found(evaluation))
+    # the user's own tokenize function mapped over the dataset: not the trainer's read
+    own = SFT_TEXT.replace("/env/lib/python3.11/site-packages/trl/trainer/sft_trainer.py", "/home/u/train.py")
+    assert all(x.rule != "DAT002" for x in _found(own))
+    # a config lookup in TRL (a dict of the config's, not a row): not a dataset column
+    config = (
+        '  File "/env/lib/python3.11/site-packages/trl/trainer/sft_trainer.py", line 300, in __init__\n'
+        "    dict_args.pop(\"push_to_hub_token\")\nKeyError: 'push_to_hub_token'\n"
+    )
+    assert all(x.rule != "DAT002" for x in _found(config))
 
 
 def test_a_scripts_own_check_of_its_column_argument_and_an_exception_shown_as_its_constructor():

@@ -137,6 +137,13 @@ def _data_finding(spec: ProbeSpec, data: dict[str, Any], err: dict[str, Any]) ->
 
 
 def _reward_finding(func: dict[str, Any], err: dict[str, Any], keywords: list[str]) -> Finding:
+    from envdoctor.checks.data import (
+        reward_argument_fix,
+        reward_kwargs_fix,
+        reward_length_fix,
+        reward_return_fix,
+    )
+
     name, where = func.get("name"), func.get("where")
     who = f"reward function {name} ({where})"
     rule = str(err.get("rule"))
@@ -151,7 +158,7 @@ def _reward_finding(func: dict[str, Any], err: dict[str, Any], keywords: list[st
             Severity.ERROR,
             f"{who} requires {_listed([repr(p) for p in params])}, which nothing supplied in the probe's "
             f'step: TRL passed {_listed(keywords)}. It raised "{err.get("message")}"',
-            f"add a {first!r} column to the dataset, or give {first} a default",
+            reward_argument_fix(first),
             {**evidence, "keywords": keywords},
         )
     if rule == "DAT008":
@@ -161,7 +168,7 @@ def _reward_finding(func: dict[str, Any], err: dict[str, Any], keywords: list[st
             Severity.ERROR,
             f"{who} has no **kwargs, and TRL passed it {_listed(keywords)} in the probe's step: it "
             f'raised "{err.get("message")}"',
-            f"add **kwargs to {name}'s parameters: def {name}(..., **kwargs)",
+            reward_kwargs_fix(str(name)),
             {**evidence, "unexpected": extra, "keywords": keywords},
         )
     if rule == "DAT010":
@@ -170,7 +177,7 @@ def _reward_finding(func: dict[str, Any], err: dict[str, Any], keywords: list[st
             Severity.ERROR,
             f"{who} returned None in the probe's step: TRL needs a list with one reward (a float, or "
             "None to skip) per completion; the run raises (\"'NoneType' object is not iterable\")",
-            f"end {name} with `return [...]`: one float per completion, on every path",
+            reward_return_fix(str(name)),
             evidence,
         )
     if rule == "DAT012":
@@ -192,7 +199,7 @@ def _reward_finding(func: dict[str, Any], err: dict[str, Any], keywords: list[st
             f"{who} returned {err.get('got')} for {n} completions in the probe's step: TRL needs a "
             'list of one reward per completion: the run raises at its first reward ("returned N '
             'rewards, but M were expected", or "object is not iterable")',
-            f"return a list with one float per completion from {name}: len(result) == len(completions)",
+            reward_length_fix(str(name)),
             evidence,
         )
     inner = err.get("innermost")
