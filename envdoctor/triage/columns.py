@@ -121,8 +121,7 @@ def trainer_column(read: trainercols.ColumnRead, m: Match, log: Log) -> Draft:
     named = f" (the column {read.config_key} names)" if read.config_key else ""
     what = (
         f"the dataset given to {trainer} has no '{read.column}' column{named}: {trainer} reads it "
-        f"from every row in its data preparation ({f.at}{' in ' + f.function if f.function else ''}), "
-        "before the first step"
+        f"from every row in its data preparation ({f.at}{' in ' + f.function if f.function else ''})"
     )
     if not read.listed:
         what += "; the log's TRL release is not one envdoctor read this column for"

@@ -47,12 +47,15 @@ def test_the_refusal_from_vllms_own_server_is_fixed_on_the_servers_command_line(
     f = _entry(SERVER_LOG)
     assert f.fix.startswith("start the server with a chat template (--chat-template")
     assert "the log runs vLLM's own OpenAI server" in f.message
-    assert "tokenizer.chat_template, or give plain-text prompts" not in f.fix
+    assert "pass processing_class=tokenizer" not in f.fix
+    assert f.rule == "DAT003"  # the data rule's own id, whichever program refused
 
 
 def test_the_refusal_in_grpo_trainer_keeps_the_trainers_fix():
+    from envdoctor.checks.data import CHAT_TEMPLATE_FIX
+
     f = _entry(GRPO_LOG)
-    assert f.fix.startswith("use the instruct model's tokenizer") and "--chat-template" not in f.fix
+    assert f.fix == CHAT_TEMPLATE_FIX and "--chat-template" not in f.fix
     assert "vLLM's own OpenAI server" not in f.message
 
 
