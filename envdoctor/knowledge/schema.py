@@ -137,6 +137,33 @@ def _accelerate_deepspeed(name: str, data: dict[str, Any]) -> None:
     _refs(data, name)
 
 
+def _trainer_columns(name: str, data: dict[str, Any]) -> None:
+    """trainer_columns.yaml: each trainer's file, data-preparation functions and references; each
+    release a TRL specifier with its columns (and the config keys that name one)."""
+    trainers = data.get("trainers")
+    if not isinstance(trainers, list) or not trainers:
+        raise KnowledgeError(f"{name}: needs a non-empty list of trainers")
+    for i, t in enumerate(trainers):
+        where = f"{name}: trainers[{i}]"
+        if not isinstance(t, dict) or not isinstance(t.get("file"), str) or not t["file"]:
+            raise KnowledgeError(f"{where}: needs file (the module's path ending)")
+        if not isinstance(t.get("functions"), list) or not all(isinstance(f, str) for f in t["functions"]):
+            raise KnowledgeError(f"{where}: needs functions (a list of names)")
+        _refs(t, where)
+        releases = t.get("releases")
+        if not isinstance(releases, list) or not releases:
+            raise KnowledgeError(f"{where}: needs releases")
+        for j, r in enumerate(releases):
+            w = f"{where}.releases[{j}]"
+            _spec(r.get("trl"), f"{w}.trl")
+            if not isinstance(r.get("columns"), list) or not isinstance(r.get("config") or {}, dict):
+                raise KnowledgeError(f"{w}: needs columns (a list) and config (a mapping) if any")
+        for j, c in enumerate(t.get("reward_call") or []):
+            _spec(c.get("trl"), f"{where}.reward_call[{j}].trl")
+            if not isinstance(c.get("functions"), list) or not c["functions"]:
+                raise KnowledgeError(f"{where}.reward_call[{j}]: needs functions")
+
+
 def validate(name: str, data: Any) -> None:
     """Raise ``KnowledgeError`` unless ``data`` (the parsed file ``name``) fits the schema."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
@@ -150,6 +177,9 @@ def validate(name: str, data: Any) -> None:
         return
     if name == "accelerate_deepspeed.yaml":
         _accelerate_deepspeed(name, data)
+        return
+    if name == "trainer_columns.yaml":
+        _trainer_columns(name, data)
         return
     for i, line in enumerate(data.get("trl_lines", [])):
         where = f"{name}: trl_lines[{i}]"

@@ -78,6 +78,19 @@ def test_the_trainer_column_table_holds_each_trainers_columns_at_tags():
     assert "label" in table["KTOTrainer"]["releases"][0]["columns"]
     for t in table.values():
         assert t["references"] and all("/blob/v" in r for r in t["references"])
+    import pytest
+
+    from envdoctor.knowledge.schema import KnowledgeError, validate
+
+    base = {"schema": "envdoctor.knowledge/1"}
+    bad = {
+        "file": "x.py",
+        "functions": ["f"],
+        "references": ["u"],
+        "releases": [{"trl": "0.12", "columns": []}],
+    }
+    with pytest.raises(KnowledgeError, match="specifier"):
+        validate("trainer_columns.yaml", {**base, "trainers": [bad]})
 
 
 def test_a_vllm_server_started_by_a_dockerfiles_exec_form_is_the_server_program():
