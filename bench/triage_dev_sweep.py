@@ -1,4 +1,4 @@
-"""Triage every dev log of docs/validation/heldout-2026-11-*/logs*/ in-process, as
+"""Triage every dev log of docs/validation/heldout-*/logs*/ in-process, as
 ``envdoctor triage --format json LOG`` does (this machine's facts, no config, no launch line).
 
     python bench/triage_dev_sweep.py OUT.json [core|healthy|all]
@@ -22,8 +22,8 @@ VALIDATION = ROOT / "docs" / "validation"
 
 def rows(which: str) -> list[dict]:
     out = []
-    indexes = sorted(VALIDATION.glob("heldout-2026-11-*/logs*/index.jsonl")) + sorted(
-        VALIDATION.glob("heldout-2026-11-*/logs*/logs/index.jsonl")
+    indexes = sorted(VALIDATION.glob("heldout-20*/logs*/index.jsonl")) + sorted(
+        VALIDATION.glob("heldout-20*/logs*/logs/index.jsonl")
     )
     seen = set()
     for index in indexes:
@@ -34,6 +34,8 @@ def rows(which: str) -> list[dict]:
             path = index.parent / row["file"]
             if not path.exists():
                 path = index.parent / "logs" / row["file"]
+            if not path.exists():  # an index beside its logs that names them "logs/NNN.log"
+                path = index.parent / Path(row["file"]).name
             wanted = which == "all" or bool(row.get(which))
             if path.exists() and wanted and str(path) not in seen:  # a log two indexes list: once
                 seen.add(str(path))
