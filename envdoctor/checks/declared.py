@@ -489,7 +489,7 @@ def _generates_with_vllm(ctx: Context) -> bool:
 
 
 @rule("DCL010", needs=("trl-trainer",))
-def declared_vllm_range_vs_trl(ctx: Context) -> Iterator[Hit]:
+def declared_vllm_range_past_trl(ctx: Context) -> Iterator[Hit]:
     """TRL pinned, vLLM declared as a range that reaches past the vLLM releases that TRL release
     supports (its ``vllm`` extra and its import-time check: trl_lines[].vllm), without TRL's
     ``[vllm]`` extra (which would bind pip to TRL's range): a fresh install resolves the newest
