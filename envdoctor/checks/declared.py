@@ -427,3 +427,117 @@ def declared_local_version_without_index(ctx: Context) -> Iterator[Hit]:
             version=version,
             remedy=cands or None,
         )
+
+
+def _newest_vllm(ctx: Context, stack: dict[str, Entry], spec: str) -> str | None:
+    """The newest vLLM release envdoctor knows that ``spec`` allows and whose own pins (torch,
+    transformers: rules/knowledge/vllm.yaml) the declared torch and transformers admit: what a
+    fresh install resolves the declared range to."""
+    from envdoctor.facts.declared.ranges import known_in, meet
+
+    pins = [p for p in ctx.kb.vllm.get("torch_pins") or [] if p.get("vllm")]
+    by = {str(p["vllm"]): p for p in pins}
+
+    def admits(name: str, want: str) -> bool:
+        e = stack.get(name)
+        if e is None or not want:
+            return True
+        if e.version:
+            return versions.satisfies(e.version, want) is not False
+        return not e.spec or meet(want, e.spec) is not None
+
+    for release in reversed(known_in(spec or ">=0", list(by))):
+        pin = by[release]
+        torch, tf = str(pin.get("torch") or ""), str(pin.get("transformers") or "")
+        if admits("torch", f"=={torch}" if torch else "") and admits("transformers", tf):
+            return release
+    return None
+
+
+_SPEC_IN_LINE = r"(?P<name>{name}\s*(?:\[[^\]]*\])?\s*)(?P<spec>(?:[<>=!~]=?\s*[\w.*+!-]+\s*,?\s*)+)"
+
+
+def _narrowed(ctx: Context, decl: Any, name: str, spec: str) -> Remedy | None:
+    """The declaration's line with its specifier replaced by ``spec`` (a line edit ``hook --fix``
+    applies once the closure proved it), or None where the line is not read as written."""
+    lines = (ctx.facts.extra.get("repo_texts") or {}).get(decl.file)
+    if not isinstance(lines, list) or not 1 <= decl.line <= len(lines):
+        return None
+    old = lines[decl.line - 1]
+    found = list(re.finditer(_SPEC_IN_LINE.format(name=re.escape(name)), old, re.IGNORECASE))
+    if len(found) != 1:
+        return None
+    m = found[0]
+    trailing = m.group("spec")[len(m.group("spec").rstrip()) :]
+    new = old[: m.start("spec")] + spec + trailing + old[m.end("spec") :]
+    return Remedy(
+        files=(FileEdit(path=decl.file, line=decl.line, old=(old,), new=(new,)),),
+        fix=f"declare '{name}{spec}' in {decl.file}:{decl.line}",
+    )
+
+
+def _generates_with_vllm(ctx: Context) -> bool:
+    """Whether the run may generate with vLLM: ``use_vllm`` on (at the config's top, or in a section
+    of a repository's own config layout: ``grpo: {use_vllm: true}``), a launch line serving vLLM, or
+    no config nor launch to tell (the repository declares vLLM beside TRL: for its generation)."""
+    if ctx.plan.empty or ctx.plan.use_vllm or any(lx.is_server for lx in ctx.plan.launches):
+        return True
+    from envdoctor.plan.values import as_bool
+
+    sections = [v for v in ctx.plan.config.values() if isinstance(v, dict)]
+    return any(as_bool(sec.get("use_vllm")) is True for sec in sections)
+
+
+@rule("DCL010", needs=("trl-trainer",))
+def declared_vllm_range_past_trl(ctx: Context) -> Iterator[Hit]:
+    """TRL pinned, vLLM declared as a range that reaches past the vLLM releases that TRL release
+    supports (its ``vllm`` extra and its import-time check: trl_lines[].vllm), without TRL's
+    ``[vllm]`` extra (which would bind pip to TRL's range): a fresh install resolves the newest
+    vLLM the range and the declared pins allow, outside TRL's support."""
+    stack = _stack(ctx)
+    trl, vllm = stack.get("trl"), stack.get("vllm")
+    if trl is None or not trl.version or vllm is None or vllm.version or not vllm.spec:
+        return  # an exact vLLM (or one resolved from the declared torch) is judged as installed: PKG006
+    if any("vllm" in d.extras for d in trl.decls) or any(d.url for d in vllm.decls):
+        return
+    if not _generates_with_vllm(ctx):
+        return  # vLLM declared for another use (evaluation): TRL's band does not judge it
+    line = ctx.kb.trl_line(trl.version) or {}
+    band = str(line.get("vllm") or "")
+    newest = _newest_vllm(ctx, stack, vllm.spec) if band else None
+    if newest is None or versions.satisfies(newest, band) is not False:
+        return
+    from envdoctor.checks.packages import _api_fits
+    from envdoctor.facts.declared.ranges import meet
+
+    fits = _api_fits(ctx, trl.version, newest, band)
+    target = _tightest(vllm.spec, band)
+    target = target if meet(target) is not None else band
+    own = next((d for d in vllm.decls if d.specifier and not d.via), None)
+    remedy = _narrowed(ctx, own, "vllm", target) if own is not None else None
+    yield hit(
+        f"the declared {_said(vllm)} reaches past the vLLM releases TRL {trl.version} "
+        f"({_said(trl)}) supports ({band}: its `vllm` extra, and the range its import-time check "
+        f"warns outside): a fresh install resolves vLLM {newest} (the newest release the declared "
+        "requirements allow), which TRL was not released for" + (f"; but {fits}" if fits else ""),
+        fix=remedy.fix if remedy else f"declare 'vllm{target}' (or trl[vllm]=={trl.version})",
+        severity="info" if fits else None,
+        remedy=remedy,
+        trl=trl.version,
+        vllm=vllm.spec,
+        resolves_to=newest,
+        supported=band,
+        **_where(vllm),
+    )
+
+
+def _tightest(declared: str, band: str) -> str:
+    """``declared`` narrowed to ``band``: the declared floor where it is above TRL's, else TRL's,
+    and TRL's ceiling (``>=0.8.5`` -> ``>=0.12.0,<=0.19.0``; ``>=0.14`` -> ``>=0.14,<=0.19.0``)."""
+    lows = [s for s in versions.spec(declared) or () if s.operator in (">=", ">")]
+    band_lows = [s for s in versions.spec(band) or () if s.operator in (">=", ">")]
+    highs = [str(s) for s in versions.spec(band) or () if s.operator in ("<", "<=")]
+    keep = [
+        str(s) for s in lows if all(versions.satisfies(str(b.version), str(s)) is False for b in band_lows)
+    ]
+    return ",".join((keep or [str(s) for s in band_lows]) + highs)

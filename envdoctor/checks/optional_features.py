@@ -38,6 +38,7 @@ class Request:
     certain: bool
     top: str | None
     at: str = ""  # for a keyword in the code: the file:line of its literal (where the edit goes)
+    said: str = ""  # for the launch: how the line asks for it (no config change drops it)
 
 
 def _rows(ctx: Context) -> list[dict[str, Any]]:
@@ -51,6 +52,8 @@ def _asks(row: dict[str, Any], value: Any) -> str | None:
     items = value if isinstance(value, list) else [value]
     for item in items:
         for w in wanted:
+            if w == "any" and isinstance(item, (str, dict)) and item and as_bool(item) is not False:
+                return item if isinstance(item, str) else "an inline mapping"  # a path, or the config
             if w is True and as_bool(item) is True:
                 return "true"
             if isinstance(w, str) and isinstance(item, str) and item.strip().lower() == w:
@@ -93,6 +96,33 @@ def _code_requests(ctx: Context, row: dict[str, Any]) -> list[Request]:
         for where, value, cond, at in script.attn_requests
         if (asked := _asks(row, value)) is not None
     ]
+
+
+def _launch_requests(ctx: Context, row: dict[str, Any]) -> list[Request]:
+    """DeepSpeed asked for by the launch (``launch: deepspeed``): the ``deepspeed`` launcher (a
+    command the package installs), or ``accelerate launch`` with ``--use_deepspeed`` or a config
+    file whose ``distributed_type`` is DEEPSPEED (where the line passes no other mode): accelerate
+    then runs its DeepSpeed launcher, which raises ImportError when the package is missing."""
+    trainer = ctx.plan.trainer
+    if row.get("launch") != "deepspeed" or trainer is None:
+        return []
+    if trainer.launcher == "deepspeed":
+        said = "the `deepspeed` launcher (the launch line; the deepspeed package installs the command)"
+        return [Request("deepspeed_launcher", "true", "the launch line", True, None, said=said)]
+    if trainer.launcher != "accelerate":
+        return []
+    opts, acc = trainer.options, ctx.plan.accelerate or {}
+    if opts.get("cpu") or acc.get("use_cpu") is True:
+        return []
+    if opts.get("use_deepspeed"):
+        said = "`accelerate launch --use_deepspeed` (the launch line)"
+    elif str(acc.get("distributed_type", "")).upper() == "DEEPSPEED" and not any(
+        opts.get(k) for k in ("multi_gpu", "use_fsdp", "use_megatron_lm", "tpu")
+    ):
+        said = f"`distributed_type: DEEPSPEED` ({ctx.plan.accelerate_path or 'the accelerate config'})"
+    else:
+        return []
+    return [Request("use_deepspeed", "true", "the launch line", True, None, said=said)]
 
 
 def _installed(ctx: Context, row: dict[str, Any]) -> bool:
@@ -167,9 +197,21 @@ def _fallback(ctx: Context, row: dict[str, Any]) -> tuple[str, bool | None]:
 
 
 def _pin(ctx: Context, row: dict[str, Any]) -> str | None:
-    """The release to install where it is provable: the table's, where the installed TRL's extra
-    for the package allows it."""
+    """The release to install where it is provable: the table's (``releases``: the first whose
+    torch range holds the installed torch), where the installed TRL's extra for the package and
+    the ``floors`` of the installed packages that require it allow it."""
     dist, release = str(row.get("package")), row.get("release")
+    table = [r for r in row.get("releases") or () if isinstance(r, dict)]
+    if table:
+        torch = ctx.version("torch")
+        release = next(
+            (
+                r.get("release")
+                for r in table
+                if torch and versions.satisfies(torch, str(r.get("torch"))) is True
+            ),
+            None,
+        )
     if not release:
         return None
     from envdoctor.knowledge.optional_imports import requirement
@@ -177,6 +219,9 @@ def _pin(ctx: Context, row: dict[str, Any]) -> str | None:
     asked = requirement("trl", dist, ctx.version("trl")) if ctx.version("trl") else None
     spec = (asked[0].split(";")[0][len(dist) :].strip()) if asked else ""
     if spec and versions.satisfies(str(release), spec) is False:
+        return None
+    floors = row.get("floors") or {}
+    if any(ctx.version(n) and versions.below(str(release), str(f)) for n, f in floors.items()):
         return None
     return str(release)
 
@@ -226,15 +271,75 @@ def feature_package_missing(ctx: Context) -> Iterator[Hit]:
         dist = str(row.get("package") or "")
         if not dist or _installed(ctx, row):
             continue
-        if absent(ctx, dist) is not True:
+        gone = absent(ctx, dist)
+        if gone is not True and not (row.get("declared") and undeclared(ctx, dist)):
             continue  # assumed versions, or a snapshot that does not list it: not known
-        reqs = _config_requests(ctx, row) + _code_requests(ctx, row)
+        reqs = _launch_requests(ctx, row) + _config_requests(ctx, row) + _code_requests(ctx, row)
         if not reqs:
             continue
         said, fails = _fallback(ctx, row)
         if fails is False:
             continue  # transformers serves it from the Hub's kernel
+        if gone is not True:  # the hook: the declared stack lacks it (the image may still have it)
+            yield _undeclared_finding(ctx, row, dist, reqs)
+            continue
         yield _finding(ctx, row, dist, reqs, said, fails)
+
+
+def undeclared(ctx: Context, dist: str) -> bool:
+    """Whether a declared stack (the hook's, or ``--assume``'s read from the repository) names
+    neither ``dist`` nor a package that brings it (``accelerate[deepspeed]``, a declared package
+    whose base requirements hold it: rules/knowledge/optional_imports.json.gz)."""
+    declared = ctx.facts.extra.get("declared")
+    stack = (declared or {}).get("stack") if isinstance(declared, dict) else None
+    if not stack:
+        return False
+    from envdoctor.knowledge.optional_imports import base_requirement
+
+    name = normalize_name(dist)
+    for other, entry in stack.items():
+        if normalize_name(other) == name:
+            return False
+        if any(name in {normalize_name(x) for x in d.extras} for d in entry.decls):
+            return False  # accelerate[deepspeed], trl[deepspeed]
+        if base_requirement(normalize_name(other), dist):
+            return False
+    return True
+
+
+def _undeclared_finding(ctx: Context, row: dict[str, Any], dist: str, reqs: list[Request]) -> Hit:
+    first = next((r for r in reqs if r.certain), reqs[0])
+    files = [str(f) for f in ((ctx.facts.extra.get("declared") or {}).get("files") or [])][:3]
+    where = ", ".join(files) or "the repository's requirements"
+    raises = _raises(row, first)
+    pin = _pin(ctx, row)
+    return hit(
+        f"The run asks for {_how(first)}, but {where} declare{'s' if len(files) == 1 else ''} no "
+        f"{dist} (nor a package that brings it): an environment built from them lacks it, and then "
+        f"{raises} (a warning: the image may install it elsewhere)",
+        fix=f"declare '{dist}=={pin}'" if pin else f"declare {dist} beside the training stack",
+        severity="warning",
+        package=dist,
+        feature=row.get("id"),
+        requests=[f"{r.key}={r.value} ({r.where})" for r in reqs],
+    )
+
+
+def _raises(row: dict[str, Any], req: Request) -> str:
+    """What raises without the package, for this request (``raises_by`` its key), else the row's."""
+    by = row.get("raises_by")
+    text = by.get(req.key) if isinstance(by, dict) else None
+    return " ".join(str(text or row.get("raises") or "").split())
+
+
+def _how(req: Request) -> str:
+    if req.said:
+        return req.said
+    if req.top is not None:
+        return f"`{req.key}: {req.value}` ({req.where})"
+    return f"attn_implementation='{req.value}' in {req.where.split(' in ', 1)[-1]}" + (
+        "" if req.certain else ", one branch of a conditional expression"
+    )
 
 
 def _finding(
@@ -242,14 +347,9 @@ def _finding(
 ) -> Hit:
     first = next((r for r in reqs if r.certain), reqs[0])
     severity = "error" if first.certain and fails else "warning"
-    how = (
-        f"`{first.key}: {first.value}` ({first.where})"
-        if first.top is not None
-        else f"attn_implementation='{first.value}' in {first.where.split(' in ', 1)[-1]}"
-        + ("" if first.certain else ", one branch of a conditional expression")
-    )
+    how = _how(first)
     more = f" (and {len(reqs) - 1} more place{'s' if len(reqs) > 2 else ''})" if len(reqs) > 1 else ""
-    raises = " ".join(str(row.get("raises") or "").split())
+    raises = _raises(row, first)
     message = f"The run asks for {how}{more}, but {dist} is not installed: {raises}"
     if said:
         message += f"; {said}"
@@ -267,9 +367,9 @@ def _finding(
         fix = "set " + ", ".join(f"{req.key}: {_text(_drop_value(row, req))} ({req.where})" for req in reqs)
         remedies.append(Remedy(config_set=merged, fix=fix))
         fixes.append(fix)
-    elif any(r.top is None for r in reqs):  # a keyword in the code: the exact edit, and the keys
+    elif any(r.top is None and not r.said for r in reqs):  # a keyword in the code: the edit, and the keys
         sets = [f"set {r.key}: {_text(_drop_value(row, r))} ({r.where})" for r in reqs if r.top is not None]
-        edits = list(dict.fromkeys(_edit(row, r, dist) for r in reqs if r.top is None))
+        edits = list(dict.fromkeys(_edit(row, r, dist) for r in reqs if r.top is None and not r.said))
         fixes.append(" and ".join(sets + edits))
     pin = _pin(ctx, row)
     if pin:

@@ -74,12 +74,48 @@ def unused_vllm(found: Hit, said: str, imported: str | None = None) -> Hit:
     )
 
 
+def _other_trainer_imports(ctx: Context) -> tuple[str, list[str]] | None:
+    """(the TRL trainer the run builds instead of GRPOTrainer, the vLLM imports its path makes
+    with the installed vLLM: rules/knowledge/trl_trainer_vllm.yaml), or None where the run builds
+    GRPOTrainer, no TRL trainer, or the data does not cover the release."""
+    from envdoctor.knowledge.requirements import trainer_vllm_imports
+
+    script, trl, vllm = ctx.plan.script, ctx.version("trl"), ctx.version("vllm")
+    trainer = script.trl_other_trainer if script is not None and not script.problem else None
+    if not (trainer and trl and vllm) or script is None or script.builds_grpo:
+        return None
+    if any(getattr(c, "cls", "") == "GRPOTrainer" for c in script.trl_calls):
+        return None
+    found = trainer_vllm_imports(ctx.kb, trl, trainer, vllm)
+    return None if found is None else (trainer, found)
+
+
+def trainer_loads_no_vllm(ctx: Context) -> str | None:
+    """Why the run's trainer never loads vLLM (a TRL trainer other than GRPOTrainer whose import
+    path and own code, read at TRL's tags, make no vLLM import with the installed vLLM), or None."""
+    found = _other_trainer_imports(ctx)
+    if found is None or found[1]:
+        return None
+    return (
+        f"TRL {ctx.version('trl')}'s {found[0]} imports no vLLM module with vLLM {ctx.version('vllm')} "
+        "installed (its import path and its own code, read at TRL's tags), so vLLM's compiled ops "
+        "never load"
+    )
+
+
 def trl_imports_vllm(ctx: Context) -> str | None:
     """How the installed TRL imports vLLM whenever it is installed, use_vllm on or off, or None:
     ``if is_vllm_available(): from vllm… import …`` at module level of a module ``from trl import
     GRPOTrainer`` loads (rules/knowledge/requirement_floors.yaml ``at_import``, derived from its
-    wheels; every release 0.14-1.16 has one)."""
+    wheels; every release 0.14-1.16 has one); for a run of another TRL trainer, the imports its
+    own path makes (trl_trainer_vllm.yaml; none: None)."""
     trl = ctx.version("trl")
+    other = _other_trainer_imports(ctx)
+    if other is not None:
+        if not other[1]:
+            return None
+        module, _, code = other[1][0].partition(": ")
+        return f"TRL {trl}'s {other[0]} imports vLLM whenever it is installed (`{code}` in {module})"
     stmt = imported_at_import(ctx.kb, "trl", trl, "vllm") if trl else None
     if stmt is None:
         return None
@@ -446,7 +482,9 @@ def requirement_unsatisfied(ctx: Context) -> Iterator[Hit]:
                 found = _mismatch(ctx, who, src, pkg, target, spec, line, installed, kind, entry, curated)
                 found = _overridden(ctx, target, found)
                 if found is not None and unused and "vllm" in (src, target):
-                    found = unused_vllm(found, unused, trl_imports_vllm(ctx) if target == "torch" else None)
+                    none = trainer_loads_no_vllm(ctx) if target == "torch" else None
+                    said = f"{unused}; {none}" if none else unused
+                    found = unused_vllm(found, said, trl_imports_vllm(ctx) if target == "torch" else None)
                 if found is not None:
                     yield found
         yield from _undeclared_floors(ctx, src, pkg, lines)

@@ -42,6 +42,7 @@ INDEX: dict[str, tuple[str, tuple[str, ...]]] = {
     "DCL007": ("declared", ()),
     "DCL008": ("declared", ()),
     "DCL009": ("declared_newest", ("plan", "trl-keys")),
+    "DCL010": ("declared", ("trl-trainer",)),
     "ENV001": ("scope", ()),
     "ENV002": ("scope", ("plan",)),
     "GPU001": ("gpus", ()),

@@ -122,7 +122,9 @@ def hook_fix(
     if repository is not None:
         _repository(out, facts, repository, select, ignore, lambda folder: reread(folder, set()), root)
         for scoped, again in stacks or []:  # a script folder's own stack (its requirement files)
-            _repository(out, scoped, repository, select, ignore, again, root, rules=frozenset({"DCL008"}))
+            _repository(
+                out, scoped, repository, select, ignore, again, root, rules=frozenset({"DCL008", "DCL010"})
+            )
     if scripts:
         _script_calls(out, scripts, ignore, root)
     from envdoctor.remedy.file_edit import unwritable, write_file
@@ -141,7 +143,7 @@ def hook_fix(
 
 #: the rules whose fixes edit the repository's own files (its launch scripts, its requirement
 #: files): proved on a scratch copy of the repository, the readers run again on it
-FILE_RULES = frozenset({f"REP{n:03d}" for n in range(1, 100)} | {"DCL008"})
+FILE_RULES = frozenset({f"REP{n:03d}" for n in range(1, 100)} | {"DCL008", "DCL010"})
 #: folders never copied into the scratch repository (not read by the readers the proof runs)
 _NOT_COPIED = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", "wandb", ".cache"}
 #: files larger than this are not copied (data, weights: no reader of the proof opens them)
@@ -157,6 +159,7 @@ def _texts(root: Path, paths: dict[str, Any], declared: dict[str, Any] | None) -
                 names.add(str(seen.get("file") or ""))
                 names.update(str(u.get("file") or "") for u in seen.get("uses") or [] if isinstance(u, dict))
     names.update(str(p.get("file") or "") for p in (declared or {}).get("local_pins") or [])
+    names.update(str(f) for f in (declared or {}).get("files") or [])  # a declared range's line (DCL010)
     out: dict[str, list[str]] = {}
     for name in sorted(n for n in names if n):
         path = root / name
@@ -216,6 +219,7 @@ def _repository(
     base = copy.copy(facts)
     base.extra = {**facts.extra, "repo_paths": paths, "repo_texts": texts}
     declared_files = {str(p.get("file")) for p in (declared or {}).get("local_pins") or []}
+    declared_files |= {str(f) for f in (declared or {}).get("files") or []}
     with tempfile.TemporaryDirectory(prefix="envdoctor-repo-") as tmp:
         scratch = Path(tmp)
         copied: list[bool] = []  # the copy is made when the first edit is proved

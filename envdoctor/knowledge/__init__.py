@@ -50,6 +50,7 @@ class Knowledge:
         "yaml_string_keys": "yaml_string_keys.yaml",
         "refused_settings": "refused_settings.yaml",
         "accelerate_deepspeed": "accelerate_deepspeed.yaml",
+        "trl_trainer_vllm": "trl_trainer_vllm.yaml",
     }
 
     def __init__(self, **tables: dict[str, Any]) -> None:

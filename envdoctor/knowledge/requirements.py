@@ -206,3 +206,28 @@ def imported_at_import(kb: Knowledge, src: str, src_version: str, optional: str)
     judged = _judged([str(r) for r in table], src_version)
     found = [table.get(r) for r in judged]
     return str(found[0]) if found and all(found) else None
+
+
+def trainer_vllm_imports(kb: Knowledge, trl_version: str, trainer: str, vllm: str) -> list[str] | None:
+    """The vLLM imports ``from trl import <trainer>`` and the trainer's code make at TRL
+    ``trl_version`` with vLLM ``vllm`` installed (rules/knowledge/trl_trainer_vllm.yaml, derived by
+    scripts/derive_trainer_vllm_imports.py: an import under TRL's own vLLM version test counts only
+    where the installed vLLM passes it), as ``"module: statement"``; [] where none; None where the
+    data does not cover the trainer or the release (the judging releases, _judged, disagree)."""
+    table = ((kb.trl_trainer_vllm.get("trainers") or {}).get(trainer)) or {}
+    judged = _judged([str(r) for r in table], trl_version)
+    if not judged:
+        return None
+    seen = []
+    for release in judged:
+        rows = [r for r in table.get(release) or () if isinstance(r, dict)]
+        seen.append(
+            [
+                str(r.get("at"))
+                for r in rows
+                if not r.get("vllm") or versions.satisfies(vllm, str(r.get("vllm"))) is not False
+            ]
+        )
+    if any(bool(s) != bool(seen[0]) for s in seen):
+        return None
+    return seen[0]

@@ -83,6 +83,26 @@ _JOB_VALUE = frozenset(
         "label",
     }
 )
+#: containers: `docker run [options] IMAGE command` (and `exec … CONTAINER command`; podman's
+#: and nvidia-docker's alike) runs the command in the container: docker-run(1)'s options that
+#: take a value (the rest, --rm, -i, -t, -d, --privileged, --init, take none)
+_CONTAINERS = frozenset({"docker", "podman", "nvidia-docker"})
+_CONTAINER_VALUE = frozenset(
+    {
+        *"acehlmpuvw",
+        *("add-host", "annotation", "attach", "blkio-weight", "cap-add", "cap-drop", "cgroup-parent"),
+        *("cgroupns", "cidfile", "cpu-period", "cpu-quota", "cpu-shares", "cpus", "cpuset-cpus"),
+        *("cpuset-mems", "detach-keys", "device", "device-cgroup-rule", "dns", "dns-option"),
+        *("dns-search", "domainname", "entrypoint", "env", "env-file", "expose", "gpus", "group-add"),
+        *("health-cmd", "health-interval", "health-retries", "health-start-period", "health-timeout"),
+        *("hostname", "ip", "ip6", "ipc", "isolation", "label", "label-file", "link", "log-driver"),
+        *("log-opt", "mac-address", "memory", "memory-reservation", "memory-swap", "mount", "name"),
+        *("network", "net", "network-alias", "oom-score-adj", "pid", "pids-limit", "platform"),
+        *("publish", "pull", "restart", "runtime", "security-opt", "shm-size", "stop-signal"),
+        *("stop-timeout", "storage-opt", "sysctl", "tmpfs", "ulimit", "user", "userns", "uts"),
+        *("volume", "volumes-from", "workdir"),
+    }
+)
 _SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
 # srun options that take no value (or only an optional one, which must be given with `=`)
 _SRUN_BOOL = frozenset(
@@ -402,6 +422,16 @@ def peel(tokens: list[str], env: dict[str, str]) -> Peeled:
                     key, _, value = item.partition("=")
                     p.env[key] = value
             i += sub + 1  # the image
+        elif prog in _CONTAINERS and rest[:1] in (["run"], ["exec"]):
+            found, i = _options(rest[1:], _CONTAINER_VALUE)
+            for item in found.get("e", []) + found.get("env", []):
+                if _ASSIGN.match(item):
+                    key, _, value = item.partition("=")
+                    p.env[key] = value
+            i += 2  # the subcommand and the image (or container)
+            entry = _first(found, "entrypoint")
+            if entry:  # the command line is the entrypoint's arguments
+                rest = rest[:i] + entry.split() + rest[i:]
         elif prog == "srun":
             i = _srun(rest, p)
         elif prog in ("mpirun", "mpiexec", "orterun"):

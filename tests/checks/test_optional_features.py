@@ -272,3 +272,81 @@ def test_quiet_for_a_declared_stack():
     facts = _facts(MODERN)
     facts.extra["declared"] = {"stack": {}}
     assert not _run(facts, {"use_liger_kernel": True})
+
+
+# --- DeepSpeed: asked for by the launch or TrainingArguments' deepspeed -------------------------
+
+#: a stack whose torch DeepSpeed 0.18.9's CI ran (the pin of the table)
+DS_STACK = {"trl": "0.29.0", "transformers": "4.57.3", "torch": "2.9.1", "accelerate": "1.12.0"}
+ZERO2 = "distributed_type: DEEPSPEED\nnum_processes: 8\ndeepspeed_config:\n  zero_stage: 2\n"
+
+
+def _accelerate(tmp_path: Path, text: str = ZERO2) -> str:
+    (tmp_path / "zero2.yaml").write_text(text)
+    (tmp_path / "train.py").write_text("print('train')\n")
+    return str(tmp_path / "zero2.yaml")
+
+
+def _ds(facts, launch: str, config: dict | None = None, accelerate: str | None = None) -> list:
+    plan = build_plan(config_dict=config, accelerate_config=accelerate, launch=launch, live=False)
+    found = run_rules(Context(facts=facts, plan=plan)).findings
+    return [f for f in found if f.rule == "PKG014" and f.evidence.get("package") == "deepspeed"]
+
+
+def test_a_deepspeed_accelerate_config_without_deepspeed_is_an_error_with_a_pin(tmp_path):
+    """dpo-exp-b578d3b (set 25): accelerate launch --config_file zero2.yaml (DEEPSPEED) in an
+    image without deepspeed: accelerate's DeepSpeed launcher raises ImportError at once."""
+    cfg = _accelerate(tmp_path)
+    f = _one(_ds(_facts(DS_STACK), f"accelerate launch --config_file {cfg} {tmp_path / 'train.py'}"))
+    assert f.severity is Severity.ERROR and "distributed_type: DEEPSPEED" in f.message
+    assert "DeepSpeed is not installed" in f.message
+    assert f.fix == "pip install 'deepspeed==0.18.9'"
+    assert f.remedy is not None and f.remedy.packages == {"deepspeed": "0.18.9"}
+
+
+def test_each_deepspeed_request_fires(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("print('train')\n")
+    facts = _facts(DS_STACK)
+    assert _one(_ds(facts, f"accelerate launch --use_deepspeed {script}")).severity is Severity.ERROR
+    assert _one(_ds(facts, f"deepspeed --num_gpus 8 {script}")).severity is Severity.ERROR
+    f = _one(_ds(facts, f"python {script}", config={"deepspeed": "ds_zero3.json"}))
+    assert f.severity is Severity.ERROR and "`deepspeed: ds_zero3.json`" in f.message
+    f = _one(_ds(facts, f"torchrun --nproc_per_node 2 {script} --deepspeed ds.json"))
+    assert "deepspeed: ds.json" in f.message
+
+
+def test_deepspeed_quiet_where_installed_not_known_or_not_asked(tmp_path):
+    cfg = _accelerate(tmp_path)
+    line = f"accelerate launch --config_file {cfg} {tmp_path / 'train.py'}"
+    assert not _ds(_facts({**DS_STACK, "deepspeed": "0.18.9"}), line)
+    assert not _ds(_facts(DS_STACK, collected=False), line)  # a snapshot written by hand
+    assert not _ds(_facts(DS_STACK, assumed=True), line)  # --assume names versions only
+    # the line's own mode wins over the config file's (accelerate's _validate_launch_command)
+    assert not _ds(
+        _facts(DS_STACK), f"accelerate launch --config_file {cfg} --multi_gpu {tmp_path / 'train.py'}"
+    )
+    multi = _accelerate(tmp_path, "distributed_type: MULTI_GPU\nnum_processes: 2\n")
+    assert not _ds(_facts(DS_STACK), f"accelerate launch --config_file {multi} {tmp_path / 'train.py'}")
+    # --deepspeed_config_file alone does not switch accelerate to DeepSpeed's launcher
+    assert not _ds(
+        _facts(DS_STACK), f"accelerate launch --deepspeed_config_file ds.json {tmp_path / 'train.py'}"
+    )
+
+
+def test_deepspeed_without_a_provable_pin_names_no_release(tmp_path):
+    """torch 2.13 is past the torch DeepSpeed's CI ran at the releases of the table: no pin."""
+    cfg = _accelerate(tmp_path)
+    f = _one(_ds(_facts(MODERN), f"accelerate launch --config_file {cfg} {tmp_path / 'train.py'}"))
+    assert f.remedy is None and "==" not in f.fix
+
+
+def test_deepspeed_fix_closure_proves_the_pin(tmp_path):
+    cfg = _accelerate(tmp_path)
+    facts = _facts(DS_STACK)
+    plan = build_plan(accelerate_config=cfg, launch=f"accelerate launch --config_file {cfg} x.py", live=False)
+    closure = close(facts, plan, Rerun(select=["PKG014"]))
+    assert any(f.rule == "PKG014" for f in closure.before)
+    assert "PKG014" in closure.fixed, closure.unfixed
+    assert not [f for f in closure.after if f.rule == "PKG014"]
+    assert closure.changes.to_dict()["packages"] == {"deepspeed": "0.18.9"}
