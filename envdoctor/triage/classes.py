@@ -139,14 +139,33 @@ _EXTENSIONS = (
     ("causal_conv1d", "causal-conv1d"),
     ("liger_kernel", "liger-kernel"),
     ("unsloth", "unsloth"),
+    ("torchcodec", "torchcodec"),
 )
 _TORCH_SYMBOL = re.compile(r"_ZN?K?(?:3c10|2at|5torch|6caffe2)")
+#: a Markdown link a paste made of a file's name (``[x.so](http://x.so/)``): the name it shows
+_MD_LINK = re.compile(r"\[(?P<text>[^\[\]()\s]{1,500})\]\((?:https?://)?[^()\s]{0,500}\)")
+#: PyTorch's domain libraries: each release is built for one torch release (compiled.companion)
+_DOMAIN = ("torchvision", "torchaudio", "torchcodec")
 
 
 def _library(body: str) -> str:
-    head = body[: body.find(": undefined symbol: ")]
+    head = body[: body.find(": undefined symbol:")]
     token = head.rsplit(None, 1)[-1] if head.split() else head
     return token.lstrip("'\"(").rsplit("/", 1)[-1][:200]
+
+
+def _loader_line(first: Match) -> str:
+    """The loader's message of ``first``: its line, joined to the line before where the symbol
+    stands on a line of its own (``…/_C.abi3.so:`` then ``undefined symbol: _ZN…``); Markdown
+    links a paste made of the file's name read as the name; '' where no library is named."""
+    body = first.text
+    if first.groups.get("next_symbol"):
+        prev = next((c for c in reversed(first.context) if c.strip()), "")
+        prev = split_prefix(prev)[0].strip()
+        if not re.search(r"\.so(?:\.\d{1,6}){0,3}:?$", prev):
+            return ""
+        body = f"{prev.rstrip(':')}: {split_prefix(body)[0].strip()}"
+    return _MD_LINK.sub(lambda g: g.group("text"), body)
 
 
 def _cuda_wheel_tag(version: str) -> str:
@@ -183,12 +202,14 @@ def cuda_toolkit(ms: list[Match], log: Log) -> list[Draft]:
 
 def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
     first, ctx = ms[0], log.ctx
-    symbol = first.groups["symbol"]
-    if not _TORCH_SYMBOL.match(symbol):
-        return reject(ms)  # not one of torch's symbols: no known cause
-    body = first.text
+    symbol = first.groups.get("symbol") or first.groups.get("next_symbol") or ""
+    body = _loader_line(first)
+    if not body or symbol and not _TORCH_SYMBOL.match(symbol):
+        return reject(ms)  # no library named, or not one of torch's symbols: no known cause
     library = _library(body)
     dist = next((d for frag, d in _EXTENSIONS if frag in body.lower()), None)
+    if not symbol:  # the log cuts the message after "undefined symbol:"
+        return _symbol_cut(ms, log, dist, library)
     abi = (
         "the missing name uses the C++11 std::string ABI (__cxx11): the extension was built "
         "with the C++11 ABI, the torch in use with the old one, or for another torch release"
@@ -239,6 +260,8 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
             "FLASH_ATTENTION_FORCE_BUILD=TRUE its setup.py fetches the prebuilt wheel it names for "
             "this torch again instead of compiling)"
         )
+    elif dist in _DOMAIN:
+        fix = _domain_fix(dist, torch_v, torch_desc, read_them)
     else:
         name = dist or library
         fix = (
@@ -247,6 +270,46 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
             f"torch release that {name} was built for"
         )
     return [finding("TRI005", ms, log, what, fix)]
+
+
+def _domain_fix(dist: str, torch_v: str | None, torch_desc: str, read_them: str) -> str:
+    """Reinstall a PyTorch domain library at the release built for the run's torch (the data's
+    pair where the log shows torch), or uninstall it where the run does not use it."""
+    from envdoctor.triage.compiled import companion
+
+    pair = companion(dist, torch_v) if torch_v else None
+    install = (
+        f"pip install --force-reinstall --no-deps '{dist}=={pair}.*' ({dist} {pair} is the release "
+        f"built for torch {'.'.join(str(torch_v).split('.')[:2])})"
+        if pair
+        else f"pip install --force-reinstall --no-deps {dist}==<the release built for that torch>"
+        f"{read_them} (pytorch.org/get-started/previous-versions names the {dist} release of each torch)"
+    )
+    return (
+        f"install the {dist} release built for {torch_desc}: {install}; or, where the run does not use "
+        f"{dist} (transformers imports it whenever it is installed), pip uninstall -y {dist}"
+    )
+
+
+def _symbol_cut(ms: list[Match], log: Log, dist: str | None, library: str) -> list[Draft]:
+    """TRI005 as a warning: an extension's loader message cut after "undefined symbol:"."""
+    if dist is None:
+        return reject(ms)  # neither the symbol nor a package whose kernels link torch
+    what = (
+        f"{dist} does not load: {library} needs a symbol the process does not have (the log cuts the "
+        "message before its name); for an extension that links torch, most often one built against "
+        "another torch release or C++ ABI"
+    )
+    fix = (
+        f"reinstall {dist} built for the run's torch (pip install --force-reinstall --no-cache-dir "
+        f"--no-build-isolation {dist}), or install the torch release {dist} was built for; the whole "
+        "message names the symbol (c10 / at / torch: torch's)"
+    )
+    d = finding("TRI005", ms, log, what, fix)
+    from envdoctor.findings import Severity
+    from envdoctor.triage.draft import at_severity
+
+    return [at_severity(d, Severity.WARNING)]
 
 
 # -- functions called with arguments they do not take ---------------------------------------------

@@ -26,6 +26,7 @@ from envdoctor.knowledge import knowledge
 from envdoctor.triage import (
     boundary,
     columns,
+    compiled,
     guards,
     hostenv,
     hydra,
@@ -966,6 +967,7 @@ def diagnose_failure(m: Match, log: Log) -> Draft | None:
             or structclass.python_older(t, m, log)
             or pyboundary.stdlib_newer(t, m, log)
             or structclass.source_tree(t, m, log)
+            or compiled.missing_part(t, m, log)  # an installed package without its compiled part
             or usercode.grouped_reshape(t, m, log)
             or missing.not_installed(tb, t, m, log)
             or missing.asked_install(tb, t, m, log)
