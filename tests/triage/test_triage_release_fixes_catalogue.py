@@ -2,7 +2,9 @@
 read at the packages' tags: peft 0.18.0 importing GradientCheckpointingLayer, peft's prompt-learning
 4D mask before 0.16.0, Gemma 3's token_type_ids check in transformers 5.0-5.5, accelerate's
 StatefulDataLoader prefetch keys before 1.13.0, FSDP1's uniform-dtype flatten, vLLM's custom
-all-reduce CUDA error, DeepSpeed's PDSH launcher before 0.14.1. Each fires on its log's shape (a
+all-reduce CUDA error, DeepSpeed's PDSH launcher before 0.14.1, TRL's SFTTrainer popping
+push_to_hub_token on transformers 5 (before 0.27.2), TRL's activation-offloading tracker (before
+0.24.0). Each fires on its log's shape (a
 synthetic log and the real dev log) and stays quiet on a near log (another release, another frame,
 another wording of another failure); the cut-traceback reader offers the peft entry where a log
 stopped inside peft's import chain.
@@ -366,3 +368,84 @@ def test_the_pdsh_ssh_port_keyerror_is_an_error_to_upgrade_or_export(log):
 )
 def test_other_releases_and_keys_are_not_the_pdsh_bug(log):
     assert _entry(log, PDSH) == []
+
+
+# -- TRL's SFTTrainer popping push_to_hub_token on transformers 5 --------------------------------
+
+PUSH = "trl-sft-trainingarguments-push-to-hub-token-transformers-5"
+PUSH_TRACE = (
+    _frames(
+        ("/work/sft.py", 30, "<module>", "trainer = SFTTrainer(model=model, args=training_args)"),
+        (f"{SITE}/trl/trainer/sft_trainer.py", 601, "__init__", 'dict_args.pop("push_to_hub_token")'),
+    )
+    + "KeyError: 'push_to_hub_token'\n"
+)
+
+
+@pytest.mark.parametrize(
+    "log, severity",
+    [
+        ("trl==0.26.2\ntransformers==5.0.0\n" + PUSH_TRACE, "error"),
+        (_dev("heldout-2026-11-30h/logs25a/logs/012.log"), "warning"),  # a PR sentence, no versions
+    ],
+)
+def test_sft_trainer_popping_push_to_hub_token_says_pass_an_sft_config(log, severity):
+    f = _one(log, PUSH, severity)
+    assert f.fix.startswith("pass an SFTConfig") and "'trl>=0.27.2'" in f.fix
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "trl==0.26.2\ntransformers==4.57.3\n" + PUSH_TRACE,  # transformers 4 still has the field
+        "trl==0.27.2\ntransformers==5.0.0\n" + PUSH_TRACE,  # the fixed TRL
+        # the same key read by the user's own code
+        _frames(("/work/sft.py", 12, "<module>", 'token = cfg["push_to_hub_token"]'))
+        + "KeyError: 'push_to_hub_token'\n",
+    ],
+)
+def test_other_releases_and_readers_of_the_key_are_not_trl_s_pop(log):
+    assert _entry(log, PUSH) == []
+
+
+# -- TRL's activation offloading tracker ---------------------------------------------------------
+
+OFFLOAD = "trl-activation-offloading-tracker-not-cleared-before-0.24"
+
+
+def _offload(path: str) -> str:
+    return (
+        _frames(
+            (f"{SITE}/torch/utils/checkpoint.py", 1120, "recompute_fn", "fn(*args, **kwargs)"),
+            (
+                path,
+                137,
+                "pack_tensor",
+                'raise ValueError("Backward pass should have cleared tracker of all tensors")',
+            ),
+        )
+        + "ValueError: Backward pass should have cleared tracker of all tensors\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "log, severity",
+    [
+        ("trl==0.23.1\n" + _offload(f"{SITE}/trl/models/activation_offloading.py"), "error"),
+        (_dev("heldout-2026-11-30g/logs24a/logs/005.log"), "warning"),  # trl#4236: TRL's slow CI, no versions
+    ],
+)
+def test_activation_offloading_tracker_is_trl_before_0_24(log, severity):
+    f = _one(log, OFFLOAD, severity)
+    assert f.fix.startswith("pip install 'trl>=0.24.0'") and "activation_offloading=False" in f.fix
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "trl==0.24.0\n" + _offload(f"{SITE}/trl/models/activation_offloading.py"),  # the fixed release
+        _offload(f"{SITE}/torchtune/training/_activation_offloading.py"),  # torchtune's own class
+    ],
+)
+def test_the_tracker_message_elsewhere_is_not_trl_s(log):
+    assert _entry(log, OFFLOAD) == []
