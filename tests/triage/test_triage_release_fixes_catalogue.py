@@ -4,10 +4,9 @@ read at the packages' tags: peft 0.18.0 importing GradientCheckpointingLayer, pe
 StatefulDataLoader prefetch keys before 1.13.0, FSDP1's uniform-dtype flatten, vLLM's custom
 all-reduce CUDA error, DeepSpeed's PDSH launcher before 0.14.1, TRL's SFTTrainer popping
 push_to_hub_token on transformers 5 (before 0.27.2), TRL's activation-offloading tracker (before
-0.24.0). Each fires on its log's shape (a
-synthetic log and the real dev log) and stays quiet on a near log (another release, another frame,
-another wording of another failure); the cut-traceback reader offers the peft entry where a log
-stopped inside peft's import chain.
+0.24.0). Each fires on its log's shape (a synthetic log and the real dev log) and stays quiet on a
+near log (another release, another frame, another wording of another failure); the cut-traceback
+reader offers the peft entry where a log stopped inside peft's import chain.
 """
 
 from __future__ import annotations
@@ -449,3 +448,25 @@ def test_activation_offloading_tracker_is_trl_before_0_24(log, severity):
 )
 def test_the_tracker_message_elsewhere_is_not_trl_s(log):
     assert _entry(log, OFFLOAD) == []
+
+
+def test_an_entry_raising_another_exception_at_import_is_not_offered_for_an_import_chain():
+    """heldout-2026-11-28e/logs5/004: cut inside verl's import chain (a verl module missing from the
+    checkout); verl's vendored-vLLM refusal is a ValueError at verl's import, not an import failing."""
+    (f,) = findings(scan_bytes(_dev("heldout-2026-11-28e/logs5/004.log")))
+    assert f.rule == "TRI003" and "candidates" not in f.evidence
+
+
+def test_only_the_import_statement_of_an_entry_becomes_an_anchor():
+    """The peft entry's import line is a symptom of its own (a report quotes it alone), but its
+    exception keywords ("No module named ", "cannot import name ") stay on the exception's line:
+    heldout-2026-11-30d/logs21d/004 keeps its drift answer for a torch symbol."""
+    from envdoctor.triage import catalogue
+    from envdoctor.triage.signatures import own_anchors
+
+    sigs, _, entries = catalogue.catalogue()
+    extra = catalogue.extra_anchors(own_anchors(), sigs, entries)
+    assert b"from transformers.modeling_layers import GradientCheckpointingLayer" in extra
+    assert not any(kw.startswith((b"No module named", b"cannot import name")) for kw in extra)
+    fs = findings(scan_bytes(_dev("heldout-2026-11-30d/logs21d/logs/004.log")))
+    assert fs[0].rule == "TRI009"
