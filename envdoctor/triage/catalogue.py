@@ -200,6 +200,8 @@ def catalogue() -> tuple[tuple[Signature, ...], tuple[str, ...], dict[str, Any]]
 #: anchor. A crash or a refusal raises, and its line holds "Error", "Exception: " or argparse's
 #: ": error: " (anchors already).
 OWN_LINE_KINDS = ("hang", "degraded", "silent-wrong")
+#: a keyword that is an import statement (a traceback's source line: a failing import)
+_IMPORT_LINE = re.compile(rb"^from [\w.]{1,200} import \w")
 
 
 def extra_anchors(
@@ -208,7 +210,8 @@ def extra_anchors(
     """The catalogue keywords that become anchors: rare (``RARE`` characters or more), covered by
     no anchor, and either of an entry whose symptoms are lines of their own (its kind, or
     ``own_line``: a device-side assertion, a state dict's list of mismatches) or a source line a
-    traceback quotes (``assert …``, which the exception line after it does not repeat)."""
+    traceback quotes (``assert …``, ``from X import Y``: the exception line after it does not
+    repeat it)."""
     found: list[bytes] = []
     for sig in sigs:
         entry = entries.get(sig.id)
@@ -218,7 +221,7 @@ def extra_anchors(
         for kw in sig.keywords:
             if any(a in kw for a in (*anchors, *found)) or len(kw) < RARE:
                 continue
-            if own_line or kw.startswith(b"assert "):
+            if own_line or kw.startswith(b"assert ") or _IMPORT_LINE.match(kw):
                 found.append(kw)
     return tuple(found)
 

@@ -12,7 +12,11 @@ exactly there, and only where the frames discriminate:
 3. an import the deepest frame makes (``from X import Y``) of a name that the log's own version
    of X lacks (envdoctor's symbol history);
 4. a catalogue entry raised as the deepest frame's statement raises (``raise KeyError(key)``): its
-   exception, in its own frame's package and file.
+   exception, in its own frame's package and file;
+5. a catalogue entry whose import fails while its package is imported (an ``ImportError`` raised
+   at a ``raised.frames`` frame of the package whose function is ``<module>``), where the log
+   stopped inside that package's import chain (the deepest frame is the package's module-level
+   code running an import).
 
 Versions the log shows that fall outside an entry's ranges rule it out. A candidate is never an
 error: the exception is not shown. Where nothing discriminates (a frame in the entry's file that
@@ -55,6 +59,9 @@ _GENERIC_FUNCTIONS = frozenset(
         "__getitem__",
     }
 )
+_IMPORTS = re.compile(r"^(?:from [\w.]{1,200} import |import [\w.]{1,200})")
+MODULE = "<module>"  # the function of a frame running a module's top-level code (its import)
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 _FROM_IMPORT = re.compile(r"^from (?P<module>[A-Za-z_][\w.]{0,200}) import \(?(?P<names>[\w, ]{1,400})\)?$")
 _RAISE = re.compile(r"^raise (?:[\w]{1,60}\.){0,4}(?P<type>[A-Z]\w{0,60})\b")
 _LITERAL = re.compile(r"""(?P<q>"|')(?P<s>(?:\\.|(?!(?P=q)).){4,1000})(?P=q)""")
@@ -207,6 +214,30 @@ def _by_raise(e: KnownFailure, f: Frame, log: Log) -> str:
     return f"the deepest frame's statement `{code}` is its raise, in {_whose(f.package)} {file}{shown}"
 
 
+def _by_import_chain(e: KnownFailure, f: Frame, log: Log) -> str:
+    """Why entry ``e`` fits: the log stopped while ``f``'s package was being imported (its
+    module-level code running an import) and ``e`` is an import of that package's that fails (5),
+    its versions not ruled out; or "". An entry raising another exception at import (a release
+    refused) is not offered: the import statement the log stopped at says nothing of it."""
+    from envdoctor.triage.classes import _versions_verdict
+
+    if not e.raised or e.raised[0] not in _IMPORT_ERRORS:
+        return ""
+    if not f.package or f.function != MODULE or not _IMPORTS.match(_statement(f)):
+        return ""
+    files = [file for p, file, function in e.raised[2] if p == f.package and function == MODULE]
+    if not files:
+        return ""
+    verdict, detail = _versions_verdict(dict(e.packages), log)
+    if verdict is False:
+        return ""
+    shown = f"; {detail}" if verdict else ""
+    return (
+        f"the log stopped while {f.package} was being imported ({f.at}), and it is an import of"
+        f" {_whose(f.package)} that fails ({e.raised[0]}, in {files[0]}){shown}"
+    )
+
+
 def _by_import(f: Frame, log: Log) -> Candidate | None:
     """The deepest frame imports a name its log's version of the module's package lacks (3)."""
     from envdoctor.triage import symbols
@@ -239,7 +270,12 @@ def candidates(tb: Traceback, log: Log) -> list[Candidate]:
     f = where.deepest
     out: list[Candidate] = []
     for e in _entries():
-        why = _by_raise(e, f, log) or _by_statement(e, f, log) or _by_frame(e, f, log)
+        why = (
+            _by_raise(e, f, log)
+            or _by_statement(e, f, log)
+            or _by_frame(e, f, log)
+            or _by_import_chain(e, f, log)
+        )
         if why:
             out.append(Candidate(e.id, e.title, why, e.fix, tuple(e.sources)))
     drift = _by_import(f, log)
