@@ -19,6 +19,7 @@ MODULES = (
     "layout",
     "layout_launchers",
     "launcher_deepspeed",
+    "merge_conflict",
     "layout_server",
     "layout_unused",
     "engine_start",

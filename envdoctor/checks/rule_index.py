@@ -79,6 +79,7 @@ INDEX: dict[str, tuple[str, tuple[str, ...]]] = {
     "LAY023": ("layout_server", ("vllm", "trl-layout")),
     "LAY024": ("layout_launchers", ("plan",)),
     "LAY025": ("launcher_deepspeed", ("plan",)),
+    "LAY026": ("merge_conflict", ("plan",)),
     "MEM001": ("memory", ("gpus", "vllm")),
     "MEM002": ("memory", ("gpus",)),
     "MEM003": ("memory", ("gpus", "vllm", "trl-layout")),

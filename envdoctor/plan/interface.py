@@ -62,6 +62,9 @@ class Launch:
     #: where a literal ``cd`` before it went (``cd pipeline && python -m training.train``:
     #: "pipeline"), from where the commands started: a ``-m`` module is found from there
     folder: str = ""
+    #: a script the launch runs holds an unresolved git merge conflict: its file and the lines of
+    #: the first one (``bin/run.sh:53-57``); the launch is then unresolved (LAY026)
+    conflict: str | None = None
 
     @property
     def is_server(self) -> bool:

@@ -29,7 +29,7 @@ import os
 import re
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from envdoctor.plan.cd import cd_target
 from envdoctor.plan.interface import Launch
@@ -667,6 +667,22 @@ def _at(folder: str | None, name: str) -> str | None:
     return os.path.normpath(name if os.path.isabs(name) or not folder else os.path.join(folder, name))
 
 
+#: git's conflict markers, each at the start of its line (seven characters, then a space or the end)
+_CONFLICT = re.compile(
+    r"^<{7}(?: [^\n]*)?\n(?:[^\n]*\n)*?={7}[ \t]*\n(?:[^\n]*\n)*?>{7}(?: [^\n]*)?$", re.MULTILINE
+)
+
+
+def merge_conflict(text: str) -> tuple[int, int] | None:
+    """The first and last line of the first unresolved git merge conflict in ``text`` (``<<<<<<<``,
+    ``=======``, ``>>>>>>>`` in that order, each at a line's start), or None."""
+    found = _CONFLICT.search(text)
+    if found is None:
+        return None
+    first = text.count("\n", 0, found.start()) + 1
+    return first, first + found.group(0).count("\n")
+
+
 def _read(path: str) -> tuple[str | None, str | None]:
     """(the script's text, None) or (None, why it is not read): too large, too many lines, not
     text."""
@@ -719,6 +735,12 @@ def follow(
     text, problem = (None, problem) if problem else _read(path)
     if problem is not None or text is None:
         return [_unknown(launched, env, shlex.split(launched) if launched else [], problem or path)]
+    lines = merge_conflict(text)
+    if lines is not None:  # bash reads the markers as commands: what runs is not the script meant
+        where = f"{path}:{lines[0]}-{lines[1]}"
+        why = f"{where} holds an unresolved git merge conflict (<<<<<<< … ======= … >>>>>>>)"
+        unknown = _unknown(launched, env, shlex.split(launched) if launched else [], why)
+        return [replace(unknown, conflict=where)]
     reader = _Reader(
         shown=path,
         zero=name,

@@ -168,6 +168,16 @@ def _loader_line(first: Match) -> str:
     return _MD_LINK.sub(lambda g: g.group("text"), body)
 
 
+def _wrapped_symbol(first: Match, log: Log) -> str | None:
+    """The symbol on the line after a loader's message that ends at "undefined symbol:" (the
+    terminal wrapped it there), or None where that line is no symbol's name."""
+    from envdoctor.triage.raisesites import continuation
+
+    more = continuation(log, first.line_no, 1)
+    word = more[0].strip() if more else ""
+    return word if re.fullmatch(r"[A-Za-z_][\w$.@]{0,300}", word) else None
+
+
 def _cuda_wheel_tag(version: str) -> str:
     """PyTorch's index folder for a CUDA release: ``12.1`` -> ``cu121``."""
     major, _, minor = version.partition(".")
@@ -208,8 +218,12 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
         return reject(ms)  # no library named, or not one of torch's symbols: no known cause
     library = _library(body)
     dist = next((d for frag, d in _EXTENSIONS if frag in body.lower()), None)
-    if not symbol:  # the log cuts the message after "undefined symbol:"
-        return _symbol_cut(ms, log, dist, library)
+    if not symbol:  # the symbol on the next line (a terminal's wrap), else the log cuts the message
+        symbol = _wrapped_symbol(first, log)
+        if symbol is None:
+            return _symbol_cut(ms, log, dist, library)
+        if not _TORCH_SYMBOL.match(symbol):
+            return reject(ms)  # not one of torch's symbols: no known cause here (the catalogue's)
     abi = (
         "the missing name uses the C++11 std::string ABI (__cxx11): the extension was built "
         "with the C++11 ABI, the torch in use with the old one, or for another torch release"

@@ -357,16 +357,33 @@ def _raiser(t: Traceback, log: Log, text: str) -> tuple[str | None, str]:
     return (_asked_distribution(prefix.group("who")) if prefix else None), ""
 
 
+def _named_twice(name: str, text: str) -> str | None:
+    """``name`` as a distribution where the message names it also outside its ``pip install``
+    (transformers' remote-code check: "requires the following packages that were not found in your
+    environment: causal_conv1d. Run `pip install causal_conv1d`"): a package the message says is
+    missing, not a word after "pip install" ("the latest version"); None otherwise."""
+    if not re.fullmatch(r"[A-Za-z][\w.-]{1,60}", name) or name.lower() in _NOT_NAMES:
+        return None
+    named = re.findall(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text)
+    return name.lower().replace("_", "-") if len(named) >= 2 else None
+
+
+_NOT_NAMES = frozenset({"the", "a", "an", "it", "them", "this", "these", "that", "latest", "with"})
+
+
 def _asked(text: str, raiser: str | None) -> tuple[str, str] | None:
     """The distribution the message asks for and the requirement it names ("" for none): the
     first ``pip install X`` of another package than the raiser (transformers' "pip install
-    transformers[torch] or pip install 'accelerate>=0.26.0'" asks for accelerate), else the words
-    ("Please install vLLM", "X is not available")."""
+    transformers[torch] or pip install 'accelerate>=0.26.0'" asks for accelerate; a name envdoctor
+    does not know where the message also names it as missing), else the words ("Please install
+    vLLM", "X is not available")."""
     for pip in _PIP.finditer(text):
         req = pip.group("req")
-        dist = _asked_distribution(re.split(r"[\[<>=!~]", req, maxsplit=1)[0])
-        if dist is not None and dist != raiser:
-            return dist, req if re.search(r"[<>=!~]", req) else ""
+        base = re.split(r"[\[<>=!~]", req, maxsplit=1)[0]
+        known = _asked_distribution(base)
+        dist = known or (_named_twice(base, text) if raiser else None)
+        if dist is not None and dist != raiser:  # an unknown name: install what the message says
+            return dist, req if re.search(r"[<>=!~]", req) or known is None else ""
     for rx in _ASKED:
         for found in rx.finditer(text):
             dist = _asked_distribution(found.group("name"))
@@ -388,6 +405,10 @@ def asked_install(tb: Traceback, t: Traceback, m: Match, log: Log) -> Draft | No
     text = t.message.strip()
     if not re.search(r"(?i)install|not available|not found", text):
         return None
+    if "pip install" not in text:  # the message's next lines may name what to install
+        from envdoctor.triage.raisesites import message as continued
+
+        text = continued(t, log).strip()
     raiser, where = _raiser(t, log, text)
     asked = _asked(text, raiser)
     if asked is None:

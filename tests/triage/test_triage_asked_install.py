@@ -129,3 +129,35 @@ def test_the_import_to_try_is_the_module_the_distribution_installs() -> None:
     )
     assert "pip install flashinfer-python" in f.fix
     assert "`python -c 'import flashinfer'`" in f.fix  # not flashinfer_python
+
+
+REMOTE_CODE = (  # transformers' check of a remote-code modeling file's imports, its message wrapped
+    "Traceback (most recent call last):\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/transformers/dynamic_module_utils.py", line 215, '
+    "in check_imports\n"
+    "    raise ImportError(\n"
+    "ImportError: This modeling file requires the following packages that were not found\n"
+    "in your environment: mamba_kernels_x. Run `pip install mamba_kernels_x`\n"
+)
+
+
+def test_a_package_no_table_knows_is_asked_where_the_message_names_it_missing_and_to_install() -> None:
+    """transformers names the remote code's missing import and the pip line for it; the message goes
+    on over the next line (the paste's wrap), where the pip line is."""
+    (f,) = _tri013(REMOTE_CODE)
+    assert f.severity.value == "error"
+    assert "mamba-kernels-x cannot be imported" in f.message
+    assert "pip install 'mamba_kernels_x'" in f.fix
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the name only after "pip install": not said to be missing
+        "ImportError: This feature needs more. Run `pip install mamba_kernels_x`\n",
+        # words after "pip install", not a package
+        "ImportError: requires the latest version, not found: pip install the latest version\n",
+    ],
+)
+def test_an_unknown_name_said_once_or_a_word_after_pip_install_stays_quiet(text: str) -> None:
+    assert _tri013(text) == []
