@@ -219,9 +219,10 @@ def extension_abi(ms: list[Match], log: Log) -> list[Draft]:
     library = _library(body)
     dist = next((d for frag, d in _EXTENSIONS if frag in body.lower()), None)
     if not symbol:  # the symbol on the next line (a terminal's wrap), else the log cuts the message
-        symbol = _wrapped_symbol(first, log)
-        if symbol is None:
+        wrapped = _wrapped_symbol(first, log)
+        if wrapped is None:
             return _symbol_cut(ms, log, dist, library)
+        symbol = wrapped
         if not _TORCH_SYMBOL.match(symbol):
             return reject(ms)  # not one of torch's symbols: no known cause here (the catalogue's)
     abi = (
