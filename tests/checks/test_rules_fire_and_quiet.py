@@ -306,6 +306,23 @@ SCENARIOS: dict[str, tuple[dict, dict]] = {
             "CUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc_per_node 3 train.py",
         },
     ),
+    "LAY026": (  # a launch script holding a git merge conflict: bash stops at its first marker
+        {
+            "launch": "bash {tmp}/run.sh",
+            "files": {
+                "run.sh": "accelerate launch \\\n<<<<<<< HEAD\n  --num_processes 2 \\\n=======\n"
+                "  --num_processes 1 \\\n>>>>>>> other\n  train.py\n",
+                "train.py": "from trl import GRPOConfig, GRPOTrainer\n",
+            },
+        },
+        {
+            "launch": "bash {tmp}/run.sh",
+            "files": {
+                "run.sh": "# ======= train =======\naccelerate launch --num_processes 2 train.py\n",
+                "train.py": "from trl import GRPOConfig, GRPOTrainer\n",
+            },
+        },
+    ),
     "LAY024": (  # a launcher option with one dash: accelerate's argparse exits 2
         {"launch": "accelerate launch -num_processes=2 train.py"},
         {"launch": "accelerate launch --num_processes=2 train.py -lr 0.1"},
