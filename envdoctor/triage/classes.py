@@ -320,11 +320,7 @@ def _symbol_cut(ms: list[Match], log: Log, dist: str | None, library: str) -> li
         f"--no-build-isolation {dist}), or install the torch release {dist} was built for; the whole "
         "message names the symbol (c10 / at / torch: torch's)"
     )
-    d = finding("TRI005", ms, log, what, fix)
-    from envdoctor.findings import Severity
-    from envdoctor.triage.draft import at_severity
-
-    return [at_severity(d, Severity.WARNING)]
+    return [at_severity(finding("TRI005", ms, log, what, fix), Severity.WARNING)]
 
 
 # -- functions called with arguments they do not take ---------------------------------------------
@@ -631,7 +627,7 @@ def sampler_warmup(ms: list[Match], log: Log) -> list[Draft]:
 # -- the catalogue of known failures (rules/knowledge/known_failures/) ----------------------------
 
 
-def _versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, str]:
+def versions_verdict(packages: dict[str, str], log: Log) -> tuple[bool | None, str]:
     """Whether the log's versions fall in an entry's ``when.packages`` ranges: True (all that the
     log shows do), False (one does not), None (the log shows none of them)."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -858,7 +854,7 @@ def known_failure(ms: list[Match], log: Log) -> list[Draft]:
 
     if entry.kind == "crash" and went_on(log, first.line_no):
         return []  # training steps after the symptom: the run did not crash of it (a warning's words)
-    verdict, detail = _versions_verdict(entry.packages, log)
+    verdict, detail = versions_verdict(entry.packages, log)
     if verdict is False:
         return []  # the symptom, but not in the releases the entry is about
     from envdoctor.triage.boundary import shows_pair

@@ -23,7 +23,7 @@ from typing import Any
 from envdoctor.findings import Severity
 from envdoctor.triage.draft import Draft, Log, at_severity, finding, warning_line
 from envdoctor.triage.interface import Match
-from envdoctor.triage.structclass import _INSTALLED, _NO_MODULE, _TOP_LEVEL, COMPILED, _top
+from envdoctor.triage.structclass import COMPILED, INSTALLED, NO_MODULE, TOP_LEVEL, top_package
 from envdoctor.triage.traceback import PACKAGES
 from envdoctor.triage.traceback_model import Frame, Traceback
 
@@ -66,7 +66,7 @@ def _platform(frames: list[Frame], text: str) -> str:
 
 def _compiled(module: str) -> tuple[str, str] | None:
     """(the package's import name, the compiled module's name) for a compiled module, or None."""
-    top = _TOP_LEVEL.get(_top(module), _top(module))
+    top = TOP_LEVEL.get(top_package(module), top_package(module))
     last = module.rsplit(".", 1)[-1]
     if top in COMPILED and last in COMPILED[top] and last not in _PYTHON_MODULES:
         return top, last
@@ -89,7 +89,7 @@ def missing_part(t: Traceback, m: Match, log: Log) -> Draft | None:
     """TRI041 for a compiled module of an installed package that is not there (module docstring)."""
     if warning_line(m):
         return None
-    found = _NO_MODULE.search(_message(t))
+    found = NO_MODULE.search(_message(t))
     if found is None:
         return None
     module = found.group("module")
@@ -103,7 +103,7 @@ def missing_part(t: Traceback, m: Match, log: Log) -> Draft | None:
     top, name = part
     dist = PACKAGES.get(top, top)
     frames = [f for x in t.all() for f in x.frames]
-    own = [f for f in frames if f.package == dist and any(p in f.path for p in _INSTALLED)]
+    own = [f for f in frames if f.package == dist and any(p in f.path for p in INSTALLED)]
     if not own and any(f.package == dist for f in frames):
         return None  # the package's frames outside every install folder: a checkout (TRI024's)
     version = exact_version(log, dist)

@@ -140,7 +140,7 @@ def _own_frame(e: KnownFailure, f: Frame, log: Log, specific: bool) -> tuple[str
     ``raised.frames`` (its package, its file, and its function where it names one; with
     ``specific`` only a named function that is no generic step) and the log's versions do not rule
     ``e`` out (with ``specific``: they must confirm it); None otherwise."""
-    from envdoctor.triage.classes import _versions_verdict
+    from envdoctor.triage.classes import versions_verdict
 
     if not e.raised or not f.package:
         return None
@@ -151,7 +151,7 @@ def _own_frame(e: KnownFailure, f: Frame, log: Log, specific: bool) -> tuple[str
             continue
         if (function or specific) and f.function.split(".")[-1] != function.split(".")[-1]:
             continue
-        verdict, detail = _versions_verdict(dict(e.packages), log)
+        verdict, detail = versions_verdict(dict(e.packages), log)
         if verdict is True or (verdict is None and not specific):
             return file, function, detail if verdict else ""
     return None
@@ -168,7 +168,7 @@ def _by_frame(e: KnownFailure, f: Frame, log: Log) -> str:
 
 def _by_statement(e: KnownFailure, f: Frame, log: Log) -> str:
     """Why entry ``e`` fits the deepest frame's source line or its message literal (2), or ""."""
-    from envdoctor.triage.classes import _versions_verdict
+    from envdoctor.triage.classes import versions_verdict
 
     code = _statement(f)
     if not code or not f.package:
@@ -182,7 +182,7 @@ def _by_statement(e: KnownFailure, f: Frame, log: Log) -> str:
         if s.found_in(code) or (literal and s.found_in(literal)):
             if e.raised and e.raised[2] and not any(p == f.package for p, _, _ in e.raised[2]):
                 continue  # the entry's own frames are another package's
-            verdict, detail = _versions_verdict(dict(e.packages), log)
+            verdict, detail = versions_verdict(dict(e.packages), log)
             if verdict is False:
                 continue
             shown = f"; {detail}" if verdict else ""
@@ -219,7 +219,7 @@ def _by_import_chain(e: KnownFailure, f: Frame, log: Log) -> str:
     module-level code running an import) and ``e`` is an import of that package's that fails (5),
     its versions not ruled out; or "". An entry raising another exception at import (a release
     refused) is not offered: the import statement the log stopped at says nothing of it."""
-    from envdoctor.triage.classes import _versions_verdict
+    from envdoctor.triage.classes import versions_verdict
 
     if not e.raised or e.raised[0] not in _IMPORT_ERRORS:
         return ""
@@ -228,7 +228,7 @@ def _by_import_chain(e: KnownFailure, f: Frame, log: Log) -> str:
     files = [file for p, file, function in e.raised[2] if p == f.package and function == MODULE]
     if not files:
         return ""
-    verdict, detail = _versions_verdict(dict(e.packages), log)
+    verdict, detail = versions_verdict(dict(e.packages), log)
     if verdict is False:
         return ""
     shown = f"; {detail}" if verdict else ""

@@ -6,6 +6,7 @@ check, the probe and triage speak with one id."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from envdoctor.findings import Finding
 
@@ -22,5 +23,5 @@ def named(findings: Iterable[Finding]) -> list[Finding]:
         entry = entries.get(str(f.evidence.get("known_failure"))) if f.rule == catalogue.RULE else None
         rule = str(getattr(entry, "rule", None) or "")
         if rule.startswith("DAT"):
-            out[i] = Finding(rule, f.severity, f.message, f.fix, f.evidence)
+            out[i] = replace(f, rule=rule)
     return out

@@ -357,6 +357,10 @@ def _raiser(t: Traceback, log: Log, text: str) -> tuple[str | None, str]:
     return (_asked_distribution(prefix.group("who")) if prefix else None), ""
 
 
+#: words after "pip install" in prose that name no package
+_NOT_NAMES = frozenset({"the", "a", "an", "it", "them", "this", "these", "that", "latest", "with"})
+
+
 def _named_twice(name: str, text: str) -> str | None:
     """``name`` as a distribution where the message names it also outside its ``pip install``
     (transformers' remote-code check: "requires the following packages that were not found in your
@@ -366,9 +370,6 @@ def _named_twice(name: str, text: str) -> str | None:
         return None
     named = re.findall(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text)
     return name.lower().replace("_", "-") if len(named) >= 2 else None
-
-
-_NOT_NAMES = frozenset({"the", "a", "an", "it", "them", "this", "these", "that", "latest", "with"})
 
 
 def _asked(text: str, raiser: str | None) -> tuple[str, str] | None:

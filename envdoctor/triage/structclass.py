@@ -333,7 +333,7 @@ def package_name_error(t: Traceback, m: Match, log: Log) -> Draft | None:
     # used unbound by the release itself; a package it did not read may guard the name
     known = bool(read) and (version is None or version in read or versions.below(read[-1], version) is False)
     # an installed build's file (a pasted path cut to the package could be a checkout's)
-    known = known and any(x in frame.path for x in _INSTALLED)
+    known = known and any(x in frame.path for x in INSTALLED)
     at = frame.at
     named = f"{pkg} {version}" if version else pkg
     text = (
@@ -419,7 +419,7 @@ COMPILED: dict[str, tuple[str, ...]] = {
     "flashinfer": ("_kernels",),
 }
 #: compiled modules installed at the top level beside their package (``flash_attn_2_cuda.so``)
-_TOP_LEVEL = {m: pkg for pkg, mods in COMPILED.items() for m in mods if m.endswith("_cuda")}
+TOP_LEVEL = {m: pkg for pkg, mods in COMPILED.items() for m in mods if m.endswith("_cuda")}
 _PARTIAL = re.compile(
     r"cannot import name '(?P<name>\w{1,200})' from partially initialized module '(?P<module>[\w.]{1,300})'"
     r"(?:.{0,80}?\((?P<path>[^()]{1,1000})\))?$"
@@ -428,11 +428,11 @@ _FROM = re.compile(
     r"cannot import name '(?P<name>\w{1,200})' from '(?P<module>[\w.]{1,300})'"
     r"(?: \((?P<path>[^()]{1,1000})\))?"
 )
-_NO_MODULE = re.compile(r"No module named '(?P<module>[\w.]{1,300})'")
-_INSTALLED = ("site-packages", "dist-packages", ".egg")
+NO_MODULE = re.compile(r"No module named '(?P<module>[\w.]{1,300})'")
+INSTALLED = ("site-packages", "dist-packages", ".egg")
 
 
-def _top(module: str) -> str:
+def top_package(module: str) -> str:
     return module.split(".", 1)[0]
 
 
@@ -442,7 +442,7 @@ def _outside(path: str) -> bool:
     p = path.replace("\\", "/")
     if p.startswith(("...", "\u2026")):
         return False
-    return bool(p) and p[:1] in "/~." and not any(x in p for x in _INSTALLED)
+    return bool(p) and p[:1] in "/~." and not any(x in p for x in INSTALLED)
 
 
 def source_tree(t: Traceback, m: Match, log: Log) -> Draft | None:
@@ -457,11 +457,11 @@ def source_tree(t: Traceback, m: Match, log: Log) -> Draft | None:
         if caught is None:
             return None
         msg = caught.group("msg")
-    g = _PARTIAL.search(msg) or _FROM.search(msg) or _NO_MODULE.search(msg)
+    g = _PARTIAL.search(msg) or _FROM.search(msg) or NO_MODULE.search(msg)
     if g is None:
         return None
     module = g.group("module")
-    top = _TOP_LEVEL.get(_top(module), _top(module))
+    top = TOP_LEVEL.get(top_package(module), top_package(module))
     name = g.groupdict().get("name") or module.rsplit(".", 1)[-1]
     if top not in COMPILED:
         return None
@@ -473,7 +473,7 @@ def source_tree(t: Traceback, m: Match, log: Log) -> Draft | None:
     dist = PACKAGES.get(top, top)
     own = [f for x in t.all() for f in x.frames if f.package == dist]
     outside = [f for f in own if _outside(f.path) and f"/{top}/" in f.path.replace("\\", "/")]
-    inside = [f for f in own if any(x in f.path for x in _INSTALLED)]
+    inside = [f for f in own if any(x in f.path for x in INSTALLED)]
     if inside or (path and not _outside(path) and path != "unknown location"):
         return None  # the installed build raised it: a broken wheel, not a checkout
     where = outside[-1].path if outside else path if _outside(path) else ""
@@ -547,12 +547,12 @@ def _folder_frame(top: str, t: Traceback, m: Match, log: Log) -> str | None:
             p = f.path.replace("\\", "/")
             if (
                 p
-                and not any(s in p for s in _INSTALLED)
+                and not any(s in p for s in INSTALLED)
                 and (f"/{top}/" in f"/{p}" or p.endswith(f"/{top}.py"))
             ):
                 return p
     for line in (*m.context, m.text):
-        if any(s in line for s in _INSTALLED):
+        if any(s in line for s in INSTALLED):
             continue
         g = re.search(rf"(?:^|[\s\"'/])({re.escape(top)}/[\w./-]{{1,300}}\.py)\"?, line \d+", line)
         if g:
@@ -657,7 +657,7 @@ def shadowed_by_folder(t: Traceback, m: Match, log: Log) -> Draft | None:
         f
         for x in t.all()
         for f in x.frames
-        if f.package == names[top] and any(s in f.path for s in _INSTALLED)
+        if f.package == names[top] and any(s in f.path for s in INSTALLED)
     ]
     if own:
         return None

@@ -118,7 +118,7 @@ def _placed_at(tb: Traceback, log: Log, frames: tuple[tuple[str, str, str], ...]
 
 def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
     """A catalogue entry located by its exception, message and frames (module docstring, 1)."""
-    from envdoctor.triage.classes import _unshown_bounds, _versions_verdict, versionless
+    from envdoctor.triage.classes import _unshown_bounds, versionless, versions_verdict
     from envdoctor.triage.runkind import generation_only
 
     best: tuple[int, Any, bool, bool | None, str] | None = None
@@ -138,7 +138,7 @@ def raised_entry(tb: Traceback, m: Match, log: Log) -> Draft | None:
             held = True  # no frame shown: the raise-site index places its message at the entry's frame
         if held is False:
             continue
-        verdict, detail = _versions_verdict(e.packages, log)
+        verdict, detail = versions_verdict(e.packages, log)
         if verdict is False or (held is None and verdict is not True):
             continue  # neither the frame nor the versions show it: the message alone is everywhere
         score = (2 if held else 0) + (1 if verdict else 0)
@@ -1391,7 +1391,7 @@ def _catalogue_first(m: Match, found: Draft, log: Log) -> bool:
     """A catalogue entry matched the same line and knows more than the drift's answer: the drift
     has no answer from the knowledge, or the log's versions confirm the entry."""
     from envdoctor.triage import catalogue
-    from envdoctor.triage.classes import _versions_verdict
+    from envdoctor.triage.classes import versions_verdict
 
     entries = catalogue.catalogue()[2]
     for ms in log.by_sig.values():
@@ -1405,13 +1405,13 @@ def _catalogue_first(m: Match, found: Draft, log: Log) -> bool:
             if entry.id in source:
                 if (
                     found.finding.evidence.get("boundary_from") == "history"
-                    and not _versions_verdict(entry.packages, log)[0]
+                    and not versions_verdict(entry.packages, log)[0]
                 ):
                     # the generic history placed the boundary and borrowed this entry's answer, which
                     # the log's versions do not confirm: the entry itself, at the certainty they give
                     return True
                 continue  # the drift's answer is this entry's
-            if not source or _versions_verdict(entry.packages, log)[0]:
+            if not source or versions_verdict(entry.packages, log)[0]:
                 return True
     return False
 

@@ -313,21 +313,21 @@ def test_the_catalogue_reads_an_inferred_deepspeed_range_only_when_it_lies_insid
     fits the later one's lines: tests/triage/real/kfc-trl-2962-… ran a TRL main before 0.16.0 whose
     frame fits 0.16.0 to 0.18.2; ruling the entry out on it would lose the right answer), nor a
     range open at the top (the run may have a release envdoctor has not read)."""
-    from envdoctor.triage.classes import _versions_verdict
+    from envdoctor.triage.classes import versions_verdict
 
     spec = {"deepspeed": ">=0.16.0,<0.17.0"}
     one = LogVersion("0.16.3", 3, "frames", low="0.16.3")
-    verdict, detail = _versions_verdict(spec, _log({"deepspeed": one}))
+    verdict, detail = versions_verdict(spec, _log({"deepspeed": one}))
     assert verdict is True and "deepspeed 0.16.3 inferred from the traceback's frames" in detail
     inside = LogVersion("0.16.3", 3, "frames", low="0.16.0")
-    assert _versions_verdict(spec, _log({"deepspeed": inside}))[0] is True
+    assert versions_verdict(spec, _log({"deepspeed": inside}))[0] is True
     for low, high in (("0.15.1", "0.16.2"), ("0.15.1", "0.15.4"), ("0.15.1", "0.17.0")):
         ranged = LogVersion(high, 3, "frames", low=low)
-        assert _versions_verdict(spec, _log({"deepspeed": ranged}))[0] is None, (low, high)
+        assert versions_verdict(spec, _log({"deepspeed": ranged}))[0] is None, (low, high)
     newest = LogVersion("0.19.5", 3, "frames", low="0.19.4", newest=True)
-    assert _versions_verdict({"deepspeed": ">=0.19.4"}, _log({"deepspeed": newest}))[0] is None
+    assert versions_verdict({"deepspeed": ">=0.19.4"}, _log({"deepspeed": newest}))[0] is None
     # a single release the frames fit is a version: it can rule an entry out
-    verdict, detail = _versions_verdict(spec, _log({"deepspeed": LogVersion("0.15.4", 3, "frames")}))
+    verdict, detail = versions_verdict(spec, _log({"deepspeed": LogVersion("0.15.4", 3, "frames")}))
     assert verdict is False and "deepspeed 0.15.4 inferred from the traceback's frames" in detail
 
 
